@@ -1,0 +1,29 @@
+"""ecs_engine: a columnar Entity-Component-System for Python games."""
+
+from ecs_engine.component import ComponentSchema, FieldSpec, component, field, schema_of
+from ecs_engine.entity import NULL, Entity, key_generation, key_slot, make_key
+from ecs_engine.group import Group
+from ecs_engine.query import Query
+from ecs_engine.storage import ComponentStore
+from ecs_engine.world import System, World
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NULL",
+    "ComponentSchema",
+    "ComponentStore",
+    "Entity",
+    "FieldSpec",
+    "Group",
+    "Query",
+    "System",
+    "World",
+    "__version__",
+    "component",
+    "field",
+    "key_generation",
+    "key_slot",
+    "make_key",
+    "schema_of",
+]

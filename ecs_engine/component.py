@@ -1,0 +1,303 @@
+"""Component schemas: ``@component`` classes declare one numpy structured dtype each."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, overload
+
+import numpy as np
+
+from ecs_engine.entity import KEY_DTYPE, NULL, Entity
+
+SCHEMA_ATTR = "__component_schema__"
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One column of a component: name, little-endian scalar dtype, per-row shape."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    default: Any
+    label: str
+    editable: bool
+    is_entity: bool
+
+    @property
+    def numpy_spec(self) -> tuple[Any, ...]:
+        return (self.name, self.dtype, self.shape) if self.shape else (self.name, self.dtype)
+
+
+@dataclass(frozen=True)
+class FieldDecl:
+    """What ``field(...)`` returns; the decorator turns it into a :class:`FieldSpec`."""
+
+    dtype: Any
+    shape: tuple[int, ...]
+    default: Any
+    label: str | None
+    editable: bool
+
+
+def field(
+    dtype: Any,
+    shape: int | tuple[int, ...] = (),
+    default: Any = 0,
+    label: str | None = None,
+    editable: bool = True,
+) -> Any:
+    """Declare a component field with options.
+
+    ``shape`` makes a fixed-size container per row, ``label`` is the name level authors
+    use, ``editable=False`` keeps the field in saves but hides it from level files.
+    """
+    shape_t = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s <= 0 for s in shape_t):
+        raise ValueError(f"field shape must be positive, got {shape_t}")
+    return FieldDecl(dtype, shape_t, default, label, editable)
+
+
+def _scalar_dtype(annotation: Any, where: str) -> tuple[np.dtype, bool]:
+    """Map an annotation to (little-endian dtype, is_entity)."""
+    if annotation is Entity:
+        return KEY_DTYPE, True
+    if annotation is bool:
+        return np.dtype(np.bool_), False
+    if annotation is int:
+        return np.dtype("<i8"), False
+    if annotation is float:
+        return np.dtype("<f8"), False
+    try:
+        dt = np.dtype(annotation)
+    except TypeError as exc:
+        raise TypeError(f"{where}: unsupported field type {annotation!r}") from exc
+    if dt.kind not in "biuf" or dt.shape or dt.names:
+        raise TypeError(f"{where}: field type must be a numeric numpy scalar, got {dt}")
+    return dt.newbyteorder("<") if dt.itemsize > 1 else dt, False
+
+
+@dataclass(frozen=True)
+class ComponentSchema:
+    """The resolved schema of a component type."""
+
+    name: str
+    fields: tuple[FieldSpec, ...]
+    dtype: np.dtype
+    defaults: np.ndarray  # shape (1,), the default row
+
+    @property
+    def is_tag(self) -> bool:
+        return not self.fields
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field_spec(self, name: str) -> FieldSpec:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(
+            f"{self.name} has no field {name!r}; fields are {list(self.field_names)}"
+        )
+
+    def convert(self, name: str, value: Any) -> tuple[np.ndarray, int | None]:
+        """Check and convert one field value; return (array, batch length or None)."""
+        spec = self.field_spec(name)
+        where = f"{self.name}.{name}"
+        try:
+            arr = np.asarray(value)
+        except Exception as exc:  # ragged lists and the like
+            raise ValueError(f"{where}: cannot convert {value!r} to {spec.dtype}") from exc
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"{where}: expected {spec.dtype} values, got {arr.dtype} ({value!r})")
+        if arr.dtype.kind == "f" and spec.dtype.kind in "biu":
+            if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+                raise ValueError(f"{where}: {spec.dtype} field needs whole numbers, got {value!r}")
+        if spec.dtype.kind in "iu" and arr.size:
+            info = np.iinfo(spec.dtype)
+            lo, hi = arr.min(), arr.max()
+            if lo < info.min or hi > info.max:
+                what = "entity key" if spec.is_entity else str(spec.dtype)
+                raise ValueError(f"{where}: value {lo if lo < info.min else hi} out of range for "
+                                 f"{what} [{info.min}, {info.max}]")
+        if spec.dtype.kind == "b" and arr.dtype.kind != "b":
+            if not np.all((arr == 0) | (arr == 1)):
+                raise ValueError(f"{where}: bool field needs True/False, got {value!r}")
+        core = len(spec.shape)
+        count: int | None = None
+        if arr.ndim == core + 1:
+            count = arr.shape[0]
+            item_shape = arr.shape[1:]
+        elif arr.ndim <= core:
+            item_shape = arr.shape
+        else:
+            raise ValueError(f"{where}: value of shape {arr.shape} does not fit field shape "
+                             f"{spec.shape} (or a batch of them)")
+        try:
+            np.broadcast_shapes(item_shape, spec.shape)
+        except ValueError as exc:
+            raise ValueError(f"{where}: value of shape {arr.shape} does not fit field shape "
+                             f"{spec.shape}") from exc
+        if np.broadcast_shapes(item_shape, spec.shape) != spec.shape:
+            raise ValueError(f"{where}: value of shape {arr.shape} does not fit field shape "
+                             f"{spec.shape}")
+        with np.errstate(all="ignore"):
+            return arr.astype(spec.dtype, copy=False), count
+
+
+class ComponentBase:
+    """Base of every ``@component`` class: holds field values, one row or a batch."""
+
+    __slots__ = ("_values", "_batch")
+    _values: dict[str, np.ndarray]
+    _batch: int | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        schema = schema_of(type(self))
+        names = schema.field_names
+        if len(args) > len(names):
+            raise TypeError(f"{schema.name} takes at most {len(names)} positional values "
+                            f"({', '.join(names) or 'a tag has none'}), got {len(args)}")
+        given = dict(zip(names, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(f"{schema.name} has no field {key!r}; fields are {list(names)}")
+            if key in given:
+                raise TypeError(f"{schema.name}: field {key!r} given twice")
+            given[key] = value
+        values: dict[str, np.ndarray] = {}
+        count: int | None = None
+        for key, value in given.items():
+            arr, n = schema.convert(key, value)
+            if n is not None:
+                if count is not None and n != count:
+                    raise ValueError(f"{schema.name}: batch lengths differ ({key!r} has {n}, "
+                                     f"earlier fields have {count})")
+                count = n
+            values[key] = arr
+        self._values = values
+        self._batch = count
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            values = object.__getattribute__(self, "_values")
+        except AttributeError:
+            raise AttributeError(name) from None
+        if name in values:
+            return values[name]
+        schema = schema_of(type(self))
+        if name in schema.field_names:
+            return schema.defaults[name][0]
+        raise AttributeError(f"{schema.name} has no field {name!r}")
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        return f"{schema_of(type(self)).name}({inner})"
+
+    def _write(self, data: np.ndarray, rows: slice | np.ndarray,
+              select: np.ndarray | None = None) -> None:
+        """Write these values (defaults for fields not given) into ``data[rows]``.
+
+        ``select`` picks the batch entries that go to ``rows`` (for a partial batch).
+        """
+        schema = schema_of(type(self))
+        for f in schema.fields:
+            value = self._values.get(f.name)
+            if value is None:
+                value = schema.defaults[f.name][0]
+            elif select is not None and self._batch is not None:
+                value = value[select]
+            data[f.name][rows] = value
+
+def _build_schema(cls: type, name: str) -> ComponentSchema:
+    try:
+        annotations = inspect.get_annotations(cls, eval_str=True)
+    except Exception as exc:
+        raise TypeError(f"component {name}: cannot resolve field annotations ({exc})") from exc
+    fields: list[FieldSpec] = []
+    for fname, ann in annotations.items():
+        if fname.startswith("_"):
+            continue
+        where = f"{name}.{fname}"
+        class_value = cls.__dict__.get(fname, inspect.Parameter.empty)
+        if isinstance(class_value, FieldDecl):
+            decl = class_value if isinstance(ann, FieldDecl) else FieldDecl(
+                class_value.dtype if class_value.dtype is not None else ann,
+                class_value.shape, class_value.default, class_value.label, class_value.editable)
+        elif isinstance(ann, FieldDecl):
+            decl = ann if class_value is inspect.Parameter.empty else FieldDecl(
+                ann.dtype, ann.shape, class_value, ann.label, ann.editable)
+        else:
+            default = class_value if class_value is not inspect.Parameter.empty else None
+            decl = FieldDecl(ann, (), default, None, True)
+        dtype, is_entity = _scalar_dtype(decl.dtype, where)
+        default = decl.default
+        if default is None:
+            default = NULL if is_entity else 0
+        fields.append(FieldSpec(fname, dtype, decl.shape, default, decl.label or fname,
+                                decl.editable, is_entity))
+    dtype = np.dtype([f.numpy_spec for f in fields])
+    defaults = np.zeros(1, dtype)
+    partial = ComponentSchema(name, tuple(fields), dtype, defaults)
+    for f in fields:
+        arr, count = partial.convert(f.name, f.default)
+        if count is not None:
+            raise ValueError(f"{name}.{f.name}: default must be one value, got {f.default!r}")
+        defaults[f.name][0] = arr
+    defaults.flags.writeable = False
+    return partial
+
+
+@overload
+def component(cls: type, /) -> type: ...
+@overload
+def component(*, name: str | None = None) -> Callable[[type], type]: ...
+
+
+def component(cls: type | None = None, /, *, name: str | None = None) -> Any:
+    """Class decorator: declare a component type from annotated fields.
+
+    ``@component`` or ``@component(name="pinned")``; the name (class name by default)
+    identifies the component in save files and levels.
+    """
+
+    def wrap(c: type) -> type:
+        comp_name = name or c.__name__
+        schema = _build_schema(c, comp_name)
+        namespace = {k: v for k, v in c.__dict__.items()
+                     if k not in schema.field_names and k not in ("__dict__", "__weakref__")}
+        namespace.pop("__annotations__", None)
+        namespace["__slots__"] = ()
+        namespace[SCHEMA_ATTR] = schema
+        new_cls = type(c.__name__, (ComponentBase,), namespace)
+        new_cls.__qualname__ = c.__qualname__
+        new_cls.__annotations__ = dict(c.__dict__.get("__annotations__", {}))
+        return new_cls
+
+    return wrap(cls) if cls is not None else wrap
+
+
+def schema_of(ctype: Any) -> ComponentSchema:
+    """The schema of a component type (``TypeError`` if it is not one)."""
+    schema = getattr(ctype, SCHEMA_ATTR, None)
+    if not isinstance(schema, ComponentSchema):
+        raise TypeError(f"{ctype!r} is not a component type (decorate it with @component)")
+    return schema
+
+
+def is_component_type(obj: Any) -> bool:
+    return isinstance(getattr(obj, SCHEMA_ATTR, None), ComponentSchema)
+
+
+def component_values(comp: Any) -> tuple[type, Mapping[str, np.ndarray], int | None]:
+    """Validate a component instance; return (type, values, batch length)."""
+    if not isinstance(comp, ComponentBase):
+        if is_component_type(comp):
+            raise TypeError(f"pass a component instance, e.g. {schema_of(comp).name}(), "
+                            f"not the class")
+        raise TypeError(f"{comp!r} is not a component instance")
+    return type(comp), comp._values, comp._batch

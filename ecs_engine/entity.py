@@ -1,0 +1,51 @@
+"""Entity keys: 64-bit generational handles (low 32 bits slot, high 32 bits generation)."""
+
+from __future__ import annotations
+
+from typing import NewType
+
+import numpy as np
+
+Entity = NewType("Entity", int)
+"""A key: ``generation << 32 | slot``. Stored in component columns as ``uint64``."""
+
+NULL: Entity = Entity(0)
+"""The key that is never alive (generation 0 is never handed out)."""
+
+KEY_DTYPE = np.dtype("<u8")
+SLOT_BITS = 32
+SLOT_MASK = 0xFFFF_FFFF
+
+
+def make_key(slot: int, generation: int) -> Entity:
+    """Pack a slot index and a generation into one key."""
+    return Entity((int(generation) << SLOT_BITS) | int(slot))
+
+
+def key_slot(key: int) -> int:
+    """The slot index of a key."""
+    return int(key) & SLOT_MASK
+
+
+def key_generation(key: int) -> int:
+    """The generation of a key."""
+    return int(key) >> SLOT_BITS
+
+
+def key_str(key: int) -> str:
+    """Human-readable key, e.g. ``Entity(slot=3, gen=2)``."""
+    return f"Entity(slot={key_slot(key)}, gen={key_generation(key)})"
+
+
+def as_keys(keys: object) -> np.ndarray:
+    """Convert a sequence of keys to a 1-D ``uint64`` array (no copy if already one)."""
+    arr = np.asarray(keys)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"entity keys must be a 1-D sequence, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "ui":
+        raise TypeError(f"entity keys must be integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
+        raise ValueError("entity keys cannot be negative")
+    return arr.astype(KEY_DTYPE, copy=False)

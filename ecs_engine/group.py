@@ -1,0 +1,72 @@
+"""Owning groups: stores that keep their shared entities first, in the same order.
+
+Like EnTT's owning groups: for a group over (A, B), rows ``[0, size)`` of A's and B's
+stores hold the same entities in the same order, so a query over exactly (A, B) gets
+contiguous, aligned views with no gather.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ecs_engine.storage import ComponentStore, key_slots
+
+
+class Group:
+    """Keeps the joined prefix of several stores aligned."""
+
+    def __init__(self, types: Sequence[type], stores: Sequence[ComponentStore]) -> None:
+        for store in stores:
+            if store.owner is not None:
+                raise ValueError(f"{store.schema.name} is already owned by another group")
+        self.types = tuple(types)
+        self.stores = tuple(stores)
+        self.size = 0
+        for store in stores:
+            store.owner = self
+            store.group_size = 0
+        smallest = min(self.stores, key=lambda s: s.n)
+        self.enter(smallest.entities[: smallest.n].copy())
+
+    def _set_size(self, size: int) -> None:
+        self.size = size
+        for store in self.stores:
+            store.group_size = size
+
+    def enter(self, keys: np.ndarray) -> None:
+        """Bring in those of ``keys`` (distinct) that now have every component."""
+        if len(keys) == 0:
+            return
+        slots = key_slots(keys)
+        rows0 = self.stores[0].rows_of(slots)
+        mask = rows0 >= self.size
+        for store in self.stores[1:]:
+            mask &= store.rows_of(slots) >= 0
+        if not mask.any():
+            return
+        slots = slots[mask]
+        targets = np.arange(self.size, self.size + len(slots))
+        for store in self.stores:
+            store.move_rows(store.rows_of(slots), targets)
+        self._set_size(self.size + len(slots))
+
+    def leave(self, keys: np.ndarray) -> None:
+        """Move those of ``keys`` (distinct) that are in the group out of it."""
+        if len(keys) == 0:
+            return
+        rows = self.stores[0].rows_of(key_slots(keys))
+        rows = np.sort(rows[(rows >= 0) & (rows < self.size)])
+        if len(rows) == 0:
+            return
+        targets = np.arange(self.size - len(rows), self.size)
+        for store in self.stores:
+            store.move_rows(rows, targets)
+        self._set_size(self.size - len(rows))
+
+    def disband(self) -> None:
+        for store in self.stores:
+            store.owner = None
+            store.group_size = 0
+        self.size = 0

@@ -1,0 +1,153 @@
+"""Queries: aligned column views over the entities that have a set of components."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ecs_engine.component import schema_of
+from ecs_engine.storage import ComponentStore, key_slots
+
+if TYPE_CHECKING:
+    from ecs_engine.world import World
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+class Query:
+    """Rows of every entity that has all ``types`` and none of ``without``.
+
+    Use as a context manager. ``q[T]`` is a structured array aligned with
+    ``q.entities``; writes reach the store by the end of the block (immediately when
+    the query is served by an owning group, which hands out views, not copies).
+    Structural changes made inside the block (spawn, despawn, add, remove) are
+    deferred until the outermost query closes.
+    """
+
+    def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
+                 readonly: Iterable[type] = ()) -> None:
+        types_t = tuple(types)
+        readonly_t = tuple(readonly)
+        for t in readonly_t:
+            if t not in types_t:
+                types_t += (t,)
+        if not types_t:
+            raise ValueError("query needs at least one component type")
+        for t in types_t + tuple(without):
+            schema_of(t)
+        if len(set(types_t)) != len(types_t):
+            raise ValueError("query lists a component type twice")
+        self._world = world
+        self.types = types_t
+        self.without = tuple(without)
+        self.readonly = frozenset(readonly_t)
+        overlap = set(self.types) & set(self.without)
+        if overlap:
+            names = ", ".join(schema_of(t).name for t in overlap)
+            raise ValueError(f"query both requires and excludes {names}")
+        self._open = False
+        self._rows: dict[type, slice | np.ndarray] = {}
+        self._stores: dict[type, ComponentStore] = {}
+        self._cache: dict[type, np.ndarray] = {}
+        self._gathered: dict[type, np.ndarray] = {}
+        self.entities: np.ndarray = np.zeros(0, np.uint64)
+
+    def __enter__(self) -> Query:
+        self._world._begin_query()
+        self._open = True
+        try:
+            self._resolve()
+        except BaseException:
+            self._open = False
+            self._world._end_query()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            for ctype, arr in self._gathered.items():
+                store = self._stores[ctype]
+                store.data[self._rows[ctype]] = arr
+                store.touch()
+        finally:
+            self._open = False
+            self._cache.clear()
+            self._gathered.clear()
+            self._world._end_query()
+
+    def _resolve(self) -> None:
+        world = self._world
+        stores = {t: world._store(t) for t in self.types}
+        self._stores = stores
+        excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
+        excluded = [s for s in excluded if s.n]
+        first = stores[self.types[0]]
+        if len(self.types) == 1 and not excluded:
+            self._aligned(slice(0, first.n), first)
+            return
+        group = world._group_for(self.types)
+        if group is not None and not excluded:
+            self._aligned(slice(0, group.size), first)
+            return
+        driver = min(stores.values(), key=lambda s: s.n)
+        keys = driver.entities[: driver.n]
+        slots = key_slots(keys)
+        mask = np.ones(len(keys), np.bool_)
+        rows = {}
+        for t, store in stores.items():
+            r = store.rows_of(slots)
+            rows[t] = r
+            mask &= r >= 0
+        for store in excluded:
+            mask &= store.rows_of(slots) < 0
+        self._rows = {t: r[mask] for t, r in rows.items()}
+        self.entities = _readonly(keys[mask])
+
+    def _aligned(self, rows: slice, store: ComponentStore) -> None:
+        self._rows = dict.fromkeys(self.types, rows)
+        self.entities = _readonly(store.entities[rows])
+
+    def __len__(self) -> int:
+        self._check_open()
+        return len(self.entities)
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise RuntimeError("use the query inside a with-block: `with world.query(...) as q:`")
+
+    def __getitem__(self, ctype: type) -> np.ndarray:
+        self._check_open()
+        if ctype not in self._rows:
+            raise KeyError(f"{schema_of(ctype).name} is not part of this query "
+                           f"({', '.join(schema_of(t).name for t in self.types)})")
+        cached = self._cache.get(ctype)
+        if cached is not None:
+            return cached
+        store = self._stores[ctype]
+        rows = self._rows[ctype]
+        if isinstance(rows, slice):
+            arr = store.data[rows]
+            if ctype in self.readonly:
+                arr = _readonly(arr)
+            else:
+                store.touch()
+        else:
+            arr = store.data[rows]
+            if ctype in self.readonly:
+                arr.flags.writeable = False
+            else:
+                self._gathered[ctype] = arr
+        self._cache[ctype] = arr
+        return arr
+
+    @property
+    def aligned(self) -> bool:
+        """True when the columns are views into the stores (no gather/scatter)."""
+        self._check_open()
+        return all(isinstance(r, slice) for r in self._rows.values())

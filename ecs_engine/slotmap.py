@@ -1,0 +1,140 @@
+"""The slot table: generations, alive flags and a free list, all in numpy arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ecs_engine.entity import KEY_DTYPE, SLOT_BITS, SLOT_MASK, key_str
+
+MAX_SLOTS = 1 << 31  # slot indices must also fit a store's int32 sparse array
+
+
+@dataclass(frozen=True)
+class SlotTable:
+    """A copy of the allocator state: enough to reproduce every future key."""
+
+    generations: np.ndarray  # uint32 per slot ever used
+    alive: np.ndarray  # bool per slot ever used
+    free: np.ndarray  # int64 free-list stack; the last entry is reused first
+
+
+class SlotMap:
+    """Generational slot allocator. Keys are ``generation << 32 | slot``; generation >= 1."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.generations = np.ones(capacity, np.uint32)
+        self.alive = np.zeros(capacity, np.bool_)
+        self.free = np.zeros(capacity, np.int64)
+        self.n_free = 0
+        self.high_water = 0  # slots [0, high_water) have been used at least once
+        self.n_alive = 0
+
+    @property
+    def capacity(self) -> int:
+        return len(self.generations)
+
+    def _grow(self, needed: int) -> None:
+        if needed > MAX_SLOTS:
+            raise MemoryError(f"slot map full: {needed} slots needed, at most {MAX_SLOTS}")
+        cap = max(needed, 2 * self.capacity)
+        gens = np.ones(cap, np.uint32)
+        gens[: self.high_water] = self.generations[: self.high_water]
+        alive = np.zeros(cap, np.bool_)
+        alive[: self.high_water] = self.alive[: self.high_water]
+        free = np.zeros(cap, np.int64)
+        free[: self.n_free] = self.free[: self.n_free]
+        self.generations, self.alive, self.free = gens, alive, free
+
+    def allocate(self, count: int) -> np.ndarray:
+        """Allocate ``count`` keys: reuse free slots (LIFO) first, then fresh ones."""
+        reused = min(count, self.n_free)
+        fresh = count - reused
+        if self.high_water + fresh > self.capacity:
+            self._grow(self.high_water + fresh)
+        slots = np.empty(count, np.int64)
+        # Pop order equals ``count`` single pops: the top of the stack first.
+        slots[:reused] = self.free[self.n_free - reused : self.n_free][::-1]
+        slots[reused:] = np.arange(self.high_water, self.high_water + fresh)
+        self.n_free -= reused
+        self.high_water += fresh
+        self.alive[slots] = True
+        self.n_alive += count
+        return (self.generations[slots].astype(KEY_DTYPE) << np.uint64(SLOT_BITS)) | slots.astype(
+            KEY_DTYPE
+        )
+
+    def release(self, slots: np.ndarray) -> None:
+        """Free slots of live entities (already validated), bumping their generation."""
+        gens = self.generations[slots].astype(np.uint64) + 1
+        gens[gens > 0xFFFF_FFFF] = 1  # wrap, never to 0: generation 0 marks NULL
+        self.generations[slots] = gens.astype(np.uint32)
+        self.alive[slots] = False
+        self.free[self.n_free : self.n_free + len(slots)] = slots
+        self.n_free += len(slots)
+        self.n_alive -= len(slots)
+
+    def alive_mask(self, keys: np.ndarray) -> np.ndarray:
+        """Vectorised ``is_alive`` over a uint64 key array."""
+        slots = (keys & np.uint64(SLOT_MASK)).astype(np.int64)
+        gens = keys >> np.uint64(SLOT_BITS)
+        ok = slots < self.high_water
+        safe = np.where(ok, slots, 0)
+        ok &= self.alive[safe] & (self.generations[safe].astype(np.uint64) == gens)
+        return ok
+
+    def is_alive(self, key: int) -> bool:
+        slot = int(key) & SLOT_MASK
+        gen = int(key) >> SLOT_BITS
+        return (
+            0 <= slot < self.high_water
+            and bool(self.alive[slot])
+            and int(self.generations[slot]) == gen
+        )
+
+    def why_dead(self, key: int) -> str:
+        """Explain why a key is not alive (for error messages)."""
+        key = int(key)
+        slot, gen = key & SLOT_MASK, key >> SLOT_BITS
+        if key == 0:
+            return "NULL is never alive"
+        if key < 0 or key > 0xFFFF_FFFF_FFFF_FFFF:
+            return f"{key} is not a 64-bit entity key"
+        if gen == 0 or slot >= self.high_water:
+            return f"{key_str(key)} was never alive"
+        current = int(self.generations[slot])
+        if gen > current:
+            return f"{key_str(key)} was never alive (slot {slot} is at generation {current})"
+        if self.alive[slot]:
+            return (f"{key_str(key)} is stale: it was despawned and slot {slot} now holds "
+                    f"generation {current}")
+        return f"{key_str(key)} was despawned"
+
+    def keys_alive(self) -> np.ndarray:
+        """Keys of all live entities, in slot order."""
+        slots = np.flatnonzero(self.alive[: self.high_water])
+        return (self.generations[slots].astype(KEY_DTYPE) << np.uint64(SLOT_BITS)) | slots.astype(
+            KEY_DTYPE
+        )
+
+    def table(self) -> SlotTable:
+        """A copy of the allocator state."""
+        hw = self.high_water
+        return SlotTable(self.generations[:hw].copy(), self.alive[:hw].copy(),
+                         self.free[: self.n_free].copy())
+
+    def set_table(self, table: SlotTable) -> None:
+        """Replace the allocator state with a copy of ``table``."""
+        hw = len(table.generations)
+        if hw > self.capacity:
+            self._grow(hw)
+        self.generations[:hw] = table.generations
+        self.generations[hw:] = 1
+        self.alive[:hw] = table.alive
+        self.alive[hw:] = False
+        self.n_free = len(table.free)
+        self.free[: self.n_free] = table.free
+        self.high_water = hw
+        self.n_alive = int(np.count_nonzero(table.alive))
+

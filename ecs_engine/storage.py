@@ -1,0 +1,124 @@
+"""Column storage: one sparse set per component type over a numpy structured array."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ecs_engine.component import ComponentSchema
+from ecs_engine.entity import KEY_DTYPE, SLOT_MASK
+
+
+def key_slots(keys: np.ndarray) -> np.ndarray:
+    """Slot indices of a uint64 key array (int64)."""
+    return (keys & np.uint64(SLOT_MASK)).astype(np.int64)
+
+
+class ComponentStore:
+    """Dense rows ``data[:n]`` and ``entities[:n]``; ``sparse[slot]`` is the row or -1.
+
+    ``version`` moves on every change, including handing out a writable view, so a
+    snapshot can share a store that has not moved since the previous one.
+    """
+
+    def __init__(self, schema: ComponentSchema, slot_capacity: int, capacity: int = 16) -> None:
+        self.schema = schema
+        self.data = np.zeros(capacity, schema.dtype)
+        self.entities = np.zeros(capacity, KEY_DTYPE)
+        self.sparse = np.full(slot_capacity, -1, np.int32)
+        self.n = 0
+        self.version = 0
+        self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
+        self.owner: object | None = None  # the Group that owns this store
+
+    @property
+    def capacity(self) -> int:
+        return len(self.data)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of live rows (data plus entity keys)."""
+        return self.n * (self.schema.dtype.itemsize + KEY_DTYPE.itemsize)
+
+    def touch(self) -> None:
+        self.version += 1
+
+    def ensure_slots(self, slot_capacity: int) -> None:
+        if slot_capacity > len(self.sparse):
+            sparse = np.full(slot_capacity, -1, np.int32)
+            sparse[: len(self.sparse)] = self.sparse
+            self.sparse = sparse
+
+    def reserve(self, rows: int) -> None:
+        if rows <= self.capacity:
+            return
+        cap = max(rows, 2 * self.capacity)
+        data = np.zeros(cap, self.schema.dtype)
+        data[: self.n] = self.data[: self.n]
+        entities = np.zeros(cap, KEY_DTYPE)
+        entities[: self.n] = self.entities[: self.n]
+        self.data, self.entities = data, entities
+
+    def rows_of(self, slots: np.ndarray) -> np.ndarray:
+        """Row of each slot, -1 where absent (int64)."""
+        return self.sparse[slots].astype(np.int64)
+
+    def contains(self, slot: int) -> bool:
+        return slot < len(self.sparse) and self.sparse[slot] >= 0
+
+    def append(self, keys: np.ndarray) -> slice:
+        """Append rows for new keys (not present); returns the slice to fill."""
+        k = len(keys)
+        self.reserve(self.n + k)
+        rows = slice(self.n, self.n + k)
+        self.entities[rows] = keys
+        self.sparse[key_slots(keys)] = np.arange(self.n, self.n + k, dtype=np.int32)
+        self.n += k
+        self.touch()
+        return rows
+
+    def remove_rows(self, rows: np.ndarray) -> None:
+        """Swap-remove distinct rows: the last live rows fill the holes."""
+        k = len(rows)
+        if k == 0:
+            return
+        new_n = self.n - k
+        self.sparse[key_slots(self.entities[rows])] = -1
+        doomed = np.zeros(self.n - new_n, np.bool_)
+        tail_rows = rows[rows >= new_n]
+        doomed[tail_rows - new_n] = True
+        movers = new_n + np.flatnonzero(~doomed)
+        holes = np.sort(rows[rows < new_n])
+        if len(holes):
+            self.data[holes] = self.data[movers]
+            self.entities[holes] = self.entities[movers]
+            self.sparse[key_slots(self.entities[holes])] = holes.astype(np.int32)
+        self.n = new_n
+        self.touch()
+
+    def move_rows(self, current: np.ndarray, targets: np.ndarray) -> None:
+        """Move row ``current[j]`` to ``targets[j]`` (a contiguous range); displaced rows
+        take the places the moved rows left, paired in ascending order."""
+        if np.array_equal(current, targets):
+            return
+        t0, t1 = int(targets[0]), int(targets[-1]) + 1
+        inside = (current >= t0) & (current < t1)
+        vacated = np.sort(current[~inside])
+        claimed = np.zeros(t1 - t0, np.bool_)
+        claimed[current[inside] - t0] = True
+        displaced = t0 + np.flatnonzero(~claimed)
+        dst = np.concatenate([targets, vacated])
+        src = np.concatenate([current, displaced])
+        self.data[dst] = self.data[src]
+        self.entities[dst] = self.entities[src]
+        self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
+        self.touch()
+
+    def live(self) -> np.ndarray:
+        """The live rows (a writable view; the caller bumps the version)."""
+        return self.data[: self.n]
+
+    def clear(self) -> None:
+        self.sparse[key_slots(self.entities[: self.n])] = -1
+        self.n = 0
+        self.group_size = 0
+        self.touch()

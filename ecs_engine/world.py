@@ -1,0 +1,412 @@
+"""The World: entities, component stores, queries, resources, rng and systems."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ecs_engine.component import ComponentBase, component_values, schema_of
+from ecs_engine.entity import KEY_DTYPE, Entity, as_keys, key_slot, key_str
+from ecs_engine.group import Group
+from ecs_engine.query import Query
+from ecs_engine.slotmap import SlotMap
+from ecs_engine.storage import ComponentStore, key_slots
+
+SystemFn = Callable[["World", float], Any]
+
+
+@dataclass(frozen=True)
+class System:
+    """A named system function ``fn(world, dt)``; ``dt`` in seconds."""
+
+    name: str
+    fn: SystemFn
+
+
+class World:
+    """A game world: entities with components in column stores, plus systems.
+
+    ``seed`` seeds ``world.rng``. With ``auto_group`` the first query over several
+    component types that no group owns yet creates an owning group for them, so that
+    query (and the same query every tick after) gets aligned views with no gather.
+    """
+
+    def __init__(self, *, seed: int | None = None, auto_group: bool = True) -> None:
+        self._slots = SlotMap()
+        self._stores: dict[type, ComponentStore] = {}
+        self._types_by_name: dict[str, type] = {}
+        self._groups: list[Group] = []
+        self._systems: list[System] = []
+        self._open_queries = 0
+        self._deferred: list[Callable[[], None]] = []
+        self._pending_despawn: set[int] = set()
+        self.auto_group = auto_group
+        self.resources: dict[str, Any] = {}
+        self.rng: np.random.Generator = np.random.default_rng(seed)
+        self.tick = 0
+
+    # -- stores -------------------------------------------------------------------------
+    def _store(self, ctype: type) -> ComponentStore:
+        store = self._stores.get(ctype)
+        if store is None:
+            schema = schema_of(ctype)
+            other = self._types_by_name.get(schema.name)
+            if other is not None:
+                raise TypeError(f"two component types are named {schema.name!r} "
+                                f"({other.__module__}.{other.__qualname__} and "
+                                f"{ctype.__module__}.{ctype.__qualname__}); pin distinct "
+                                f"names with @component(name=...)")
+            store = ComponentStore(schema, self._slots.capacity)
+            self._stores[ctype] = store
+            self._types_by_name[schema.name] = ctype
+        return store
+
+    @property
+    def component_types(self) -> tuple[type, ...]:
+        """Every component type this world has a store for."""
+        return tuple(self._stores)
+
+    def store(self, ctype: type) -> ComponentStore:
+        """The store of a component type (for engine extensions; prefer queries)."""
+        return self._store(ctype)
+
+    def _allocate(self, count: int) -> np.ndarray:
+        keys = self._slots.allocate(count)
+        capacity = self._slots.capacity
+        for store in self._stores.values():
+            store.ensure_slots(capacity)
+        return keys
+
+    # -- validation ---------------------------------------------------------------------
+    def _check_alive(self, key: int, op: str) -> int:
+        try:
+            key = int(key)
+        except (TypeError, ValueError):
+            raise TypeError(f"{op}: {key!r} is not an entity key") from None
+        if not self._slots.is_alive(key):
+            raise KeyError(f"{op}: {self._slots.why_dead(key)}")
+        if key in self._pending_despawn:
+            raise KeyError(f"{op}: {key_str(key)} is already being despawned")
+        return key
+
+    def _check_alive_batch(self, keys: Any, op: str) -> np.ndarray:
+        arr = as_keys(keys)
+        alive = self._slots.alive_mask(arr)
+        if self._pending_despawn:
+            alive &= ~np.isin(arr, np.fromiter(self._pending_despawn, KEY_DTYPE))
+        if not alive.all():
+            bad = np.flatnonzero(~alive)
+            first = int(arr[bad[0]])
+            why = ("already being despawned" if self._slots.is_alive(first)
+                   else self._slots.why_dead(first))
+            raise KeyError(f"{op}: {len(bad)} of {len(arr)} keys are not alive; first at "
+                           f"index {bad[0]}: {why}")
+        if len(np.unique(arr)) != len(arr):
+            raise ValueError(f"{op}: the same entity key appears more than once")
+        return arr
+
+    @staticmethod
+    def _parse(components: Sequence[Any], op: str) -> tuple[list[ComponentBase], int | None]:
+        """Validate component instances; return them and their common batch length."""
+        seen: set[type] = set()
+        count: int | None = None
+        for comp in components:
+            ctype, _, n = component_values(comp)
+            if ctype in seen:
+                raise ValueError(f"{op}: {schema_of(ctype).name} given twice")
+            seen.add(ctype)
+            if n is not None:
+                if count is not None and n != count:
+                    raise ValueError(f"{op}: batch lengths differ ({schema_of(ctype).name} has "
+                                     f"{n}, others {count})")
+                count = n
+        return list(components), count
+
+    # -- structural changes -------------------------------------------------------------
+    @property
+    def _deferring(self) -> bool:
+        return self._open_queries > 0
+
+    def spawn(self, *components: Any) -> Entity:
+        """Create an entity with the given components; returns its key."""
+        comps, count = self._parse(components, "spawn")
+        if count not in (None, 1):
+            raise ValueError(f"spawn: got a batch of {count}; use spawn_batch for batches")
+        for comp in comps:  # create stores now so a bad type fails before allocating
+            self._store(type(comp))
+        keys = self._allocate(1)
+        self._run_or_defer(lambda: self._attach(keys, comps))
+        return Entity(int(keys[0]))
+
+    def spawn_batch(self, *components: Any, count: int | None = None) -> np.ndarray:
+        """Create many entities at once; scalar values broadcast. Returns uint64 keys."""
+        comps, n = self._parse(components, "spawn_batch")
+        if n is None:
+            if count is None:
+                raise ValueError("spawn_batch: give count= or at least one batched field")
+            n = count
+        elif count is not None and count != n:
+            raise ValueError(f"spawn_batch: count={count} but the batch has {n} rows")
+        if n < 0:
+            raise ValueError(f"spawn_batch: count must be >= 0, got {n}")
+        for comp in comps:
+            self._store(type(comp))
+        keys = self._allocate(n)
+        self._run_or_defer(lambda: self._attach(keys, comps))
+        out = keys.copy()
+        out.flags.writeable = False
+        return out
+
+    def despawn(self, entity: int) -> None:
+        """Destroy an entity and all its components. ``KeyError`` if not alive."""
+        key = self._check_alive(entity, "despawn")
+        keys = np.array([key], KEY_DTYPE)
+        if self._deferring:
+            self._pending_despawn.add(key)
+        self._run_or_defer(lambda: self._destroy(keys))
+
+    def despawn_batch(self, keys: Any) -> None:
+        """Destroy many entities. ``KeyError`` (nothing destroyed) if any is not alive."""
+        arr = self._check_alive_batch(keys, "despawn_batch").copy()
+        if self._deferring:
+            self._pending_despawn.update(int(k) for k in arr)
+        self._run_or_defer(lambda: self._destroy(arr))
+
+    def add(self, entity: int, comp: Any) -> None:
+        """Attach a component, replacing the current one of that type if present."""
+        key = self._check_alive(entity, "add")
+        ctype, _, count = component_values(comp)
+        if count not in (None, 1):
+            raise ValueError(f"add: got a batch of {count}; use add_batch")
+        self._store(ctype)
+        keys = np.array([key], KEY_DTYPE)
+        self._run_or_defer(lambda: self._attach(keys, [comp]))
+
+    def add_batch(self, keys: Any, comp: Any) -> None:
+        """Attach (or replace) one component type on many entities."""
+        arr = self._check_alive_batch(keys, "add_batch").copy()
+        ctype, _, count = component_values(comp)
+        if count is not None and count != len(arr):
+            raise ValueError(f"add_batch: {len(arr)} keys but a batch of {count}")
+        self._store(ctype)
+        self._run_or_defer(lambda: self._attach(arr, [comp]))
+
+    def remove(self, entity: int, ctype: type) -> None:
+        """Detach a component. ``KeyError`` if the entity is not alive or lacks it."""
+        key = self._check_alive(entity, "remove")
+        name = schema_of(ctype).name
+        if not self._deferring and not self.has(key, ctype):
+            raise KeyError(f"remove: {key_str(key)} has no {name}")
+        keys = np.array([key], KEY_DTYPE)
+
+        def run() -> None:
+            if not self.has(key, ctype):
+                raise KeyError(f"remove (deferred): {key_str(key)} has no {name}")
+            self._detach(self._stores[ctype], keys)
+
+        self._run_or_defer(run)
+
+    def remove_batch(self, keys: Any, ctype: type) -> None:
+        """Detach a component from many entities (all must have it)."""
+        arr = self._check_alive_batch(keys, "remove_batch").copy()
+        name = schema_of(ctype).name
+
+        def run() -> None:
+            store = self._stores.get(ctype)
+            rows = store.rows_of(key_slots(arr)) if store else np.full(len(arr), -1)
+            if (rows < 0).any():
+                first = int(arr[np.flatnonzero(rows < 0)[0]])
+                raise KeyError(f"remove_batch: {key_str(first)} has no {name}")
+            self._detach(store, arr)
+
+        if not self._deferring:
+            run()
+        else:
+            self._deferred.append(run)
+
+    def _run_or_defer(self, op: Callable[[], None]) -> None:
+        if self._deferring:
+            self._deferred.append(op)
+        else:
+            op()
+
+    def _attach(self, keys: np.ndarray, comps: Iterable[Any]) -> None:
+        slots = key_slots(keys)
+        for comp in comps:
+            store = self._store(type(comp))
+            rows = store.rows_of(slots)
+            present = rows >= 0
+            if present.all():
+                comp._write(store.data, rows)
+                store.touch()
+                continue
+            if present.any():
+                comp._write(store.data, rows[present], np.flatnonzero(present))
+                new = np.flatnonzero(~present)
+                new_rows = store.append(keys[new])
+                comp._write(store.data, new_rows, new)
+                entered = keys[new]
+            else:
+                new_rows = store.append(keys)
+                comp._write(store.data, new_rows)
+                entered = keys
+            if isinstance(store.owner, Group):
+                store.owner.enter(entered)
+
+    def _detach(self, store: ComponentStore, keys: np.ndarray) -> None:
+        if isinstance(store.owner, Group):
+            store.owner.leave(keys)
+        store.remove_rows(store.rows_of(key_slots(keys)))
+
+    def _destroy(self, keys: np.ndarray) -> None:
+        slots = key_slots(keys)
+        for store in self._stores.values():
+            if store.n == 0:
+                continue
+            rows = store.rows_of(slots)
+            has = rows >= 0
+            if has.any():
+                self._detach(store, keys[has])
+        self._slots.release(slots)
+        self._pending_despawn.difference_update(int(k) for k in keys)
+
+    # -- reads --------------------------------------------------------------------------
+    def is_alive(self, entity: int) -> bool:
+        """True while the key's entity exists (False for NULL, stale or foreign keys)."""
+        try:
+            return self._slots.is_alive(int(entity))
+        except (TypeError, ValueError):
+            return False
+
+    def has(self, entity: int, ctype: type) -> bool:
+        """True if the entity is alive and has a component of this type."""
+        store = self._stores.get(ctype)
+        if store is None:
+            schema_of(ctype)
+            return False
+        return self.is_alive(entity) and store.contains(key_slot(entity))
+
+    def get(self, entity: int, ctype: type) -> np.void:
+        """The entity's component as a record (``rec["x"]``); writes go to the store.
+
+        The record is a view: it stays valid until the next structural change.
+        """
+        key = self._check_alive(entity, "get")
+        store = self._stores.get(ctype)
+        if store is None or not store.contains(key_slot(key)):
+            raise KeyError(f"get: {key_str(key)} has no {schema_of(ctype).name}")
+        store.touch()
+        return store.data[int(store.sparse[key_slot(key)])]
+
+    def components_of(self, entity: int) -> tuple[type, ...]:
+        """The component types an entity has."""
+        key = self._check_alive(entity, "components_of")
+        slot = key_slot(key)
+        return tuple(t for t, s in self._stores.items() if s.contains(slot))
+
+    def entities(self) -> np.ndarray:
+        """Keys of all live entities (uint64, slot order)."""
+        return self._slots.keys_alive()
+
+    def __len__(self) -> int:
+        return self._slots.n_alive
+
+    def count(self, ctype: type) -> int:
+        """How many entities have a component of this type."""
+        store = self._stores.get(ctype)
+        return store.n if store is not None else 0
+
+    # -- queries ------------------------------------------------------------------------
+    def query(self, *types: type, without: Iterable[type] = (),
+              readonly: Iterable[type] = ()) -> Query:
+        """Entities with all ``types`` (and none of ``without``): ``with world.query(...) as q``."""
+        return Query(self, types, without, readonly)
+
+    def group(self, *types: type) -> Group:
+        """Create an owning group so queries over exactly these types get aligned views."""
+        if len(types) < 2:
+            raise ValueError("a group needs at least two component types")
+        if self._deferring:
+            raise RuntimeError("cannot create a group while a query is open")
+        stores = [self._store(t) for t in types]
+        owned = [s.schema.name for s in stores if s.owner is not None]
+        if owned:
+            raise ValueError(f"{', '.join(owned)} already belong to a group")
+        group = Group(types, stores)
+        self._groups.append(group)
+        return group
+
+    def _group_for(self, types: Sequence[type]) -> Group | None:
+        stores = [self._store(t) for t in types]
+        owner = stores[0].owner
+        if isinstance(owner, Group) and set(owner.types) == set(types):
+            return owner
+        if owner is None and self.auto_group and self._open_queries <= 1 and all(
+            s.owner is None for s in stores
+        ):
+            group = Group(types, stores)
+            self._groups.append(group)
+            return group
+        return None
+
+    def _begin_query(self) -> None:
+        self._open_queries += 1
+
+    def _end_query(self) -> None:
+        self._open_queries -= 1
+        if self._open_queries == 0:
+            self._flush()
+
+    def _flush(self) -> None:
+        ops, self._deferred = self._deferred, []
+        error: Exception | None = None
+        for op in ops:
+            try:
+                op()
+            except Exception as exc:  # run the rest; report the first failure
+                error = error or exc
+        self._pending_despawn.clear()
+        if error is not None:
+            raise error
+
+    # -- systems ------------------------------------------------------------------------
+    def add_system(self, fn: SystemFn, *, name: str | None = None,
+                   before: str | SystemFn | None = None,
+                   after: str | SystemFn | None = None) -> None:
+        """Register ``fn(world, dt)``; runs in registration order unless placed with
+        ``before=`` or ``after=`` another system (by name or function)."""
+        sys_name = name or getattr(fn, "__name__", repr(fn))
+        if any(s.name == sys_name for s in self._systems):
+            raise ValueError(f"a system named {sys_name!r} is already registered")
+        if before is not None and after is not None:
+            raise ValueError("give before= or after=, not both")
+        entry = System(sys_name, fn)
+        if before is not None:
+            self._systems.insert(self._system_index(before), entry)
+        elif after is not None:
+            self._systems.insert(self._system_index(after) + 1, entry)
+        else:
+            self._systems.append(entry)
+
+    def _system_index(self, ref: str | SystemFn) -> int:
+        for i, s in enumerate(self._systems):
+            if s.name == ref or s.fn is ref:
+                return i
+        raise KeyError(f"no system {ref!r}; systems are {list(self.systems)}")
+
+    def remove_system(self, ref: str | SystemFn) -> None:
+        del self._systems[self._system_index(ref)]
+
+    @property
+    def systems(self) -> tuple[str, ...]:
+        """System names in run order."""
+        return tuple(s.name for s in self._systems)
+
+    def step(self, dt: float) -> None:
+        """Run every system once with ``dt`` seconds, then advance ``tick``."""
+        for system in tuple(self._systems):
+            system.fn(self, dt)
+        self.tick += 1
