@@ -1,1 +1,23 @@
-"""components package."""
+"""Reusable game components (physics, gameplay, render) and the stock prefabs."""
+
+from components.gameplay import (
+    Ammo,
+    Enemy,
+    Health,
+    Lifetime,
+    Patrol,
+    Pickup,
+    Player,
+    Projectile,
+    Score,
+    Spawner,
+)
+from components.physics import Collider, Gravity, Grounded, Position, Solid, Tile, Velocity
+from components.prefabs import TILE_RGBA, stock_prefabs
+from components.render import Color, Layer
+
+__all__ = [
+    "TILE_RGBA", "Ammo", "Collider", "Color", "Enemy", "Gravity", "Grounded", "Health",
+    "Layer", "Lifetime", "Patrol", "Pickup", "Player", "Position", "Projectile", "Score",
+    "Solid", "Spawner", "Tile", "Velocity", "stock_prefabs",
+]

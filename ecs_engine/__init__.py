@@ -3,6 +3,7 @@
 from ecs_engine.component import ComponentSchema, FieldSpec, component, field, schema_of
 from ecs_engine.entity import NULL, Entity, key_generation, key_slot, make_key
 from ecs_engine.group import Group
+from ecs_engine.prefab import Param, Prefab, PrefabError, PrefabRegistry
 from ecs_engine.query import Query
 from ecs_engine.storage import ComponentStore
 from ecs_engine.world import System, World
@@ -16,6 +17,10 @@ __all__ = [
     "Entity",
     "FieldSpec",
     "Group",
+    "Param",
+    "Prefab",
+    "PrefabError",
+    "PrefabRegistry",
     "Query",
     "System",
     "World",

@@ -1,0 +1,147 @@
+"""Prefabs: named templates of components whose fields level authors set by label."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ecs_engine.component import ComponentBase, FieldSpec, component_values, schema_of
+from ecs_engine.entity import Entity
+
+if TYPE_CHECKING:
+    from ecs_engine.world import World
+
+
+class PrefabError(ValueError):
+    """A prefab name, parameter or value that does not fit the registry."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """A level-author parameter: the label and the component field it sets."""
+
+    label: str
+    ctype: type
+    spec: FieldSpec
+
+
+@dataclass(frozen=True)
+class Prefab:
+    """A named set of components with default values."""
+
+    name: str
+    components: tuple[ComponentBase, ...]
+    aliases: tuple[str, ...] = ()
+
+    def params(self) -> dict[str, Param]:
+        """Editable parameters by label; ``Component.field`` always works too."""
+        by_label: dict[str, list[Param]] = {}
+        out: dict[str, Param] = {}
+        for comp in self.components:
+            ctype = type(comp)
+            schema = schema_of(ctype)
+            for spec in schema.fields:
+                if not spec.editable:
+                    continue
+                param = Param(spec.label, ctype, spec)
+                by_label.setdefault(spec.label, []).append(param)
+                out[f"{schema.name}.{spec.name}"] = param
+        for label, params in by_label.items():
+            if len(params) == 1:
+                out[label] = params[0]
+        return out
+
+    def hidden_params(self) -> set[str]:
+        """Labels of non-editable fields (saved, but not settable from levels)."""
+        return {spec.label for comp in self.components
+                for spec in schema_of(type(comp)).fields if not spec.editable}
+
+    def build(self, params: Mapping[str, Any]) -> list[ComponentBase]:
+        """Component instances with ``params`` applied (scalars or batches)."""
+        table = self.params()
+        overrides: dict[type, dict[str, Any]] = {}
+        for label, value in params.items():
+            param = table.get(label)
+            if param is None:
+                why = ("is not editable" if label in self.hidden_params()
+                       else "is not a parameter")
+                raise PrefabError(f"prefab {self.name!r}: {label!r} {why}; parameters are "
+                                  f"{sorted(k for k in table if '.' not in k)}")
+            overrides.setdefault(param.ctype, {})[param.spec.name] = value
+        comps: list[ComponentBase] = []
+        for comp in self.components:
+            ctype, values, _ = component_values(comp)
+            merged: dict[str, Any] = dict(values)
+            merged.update(overrides.get(ctype, {}))
+            try:
+                comps.append(ctype(**merged))
+            except (TypeError, ValueError) as exc:
+                raise PrefabError(f"prefab {self.name!r}: {exc}") from exc
+        return comps
+
+
+class PrefabRegistry:
+    """Prefabs by stable name; look-ups are case-insensitive and accept aliases."""
+
+    def __init__(self) -> None:
+        self._prefabs: dict[str, Prefab] = {}
+        self._lookup: dict[str, str] = {}
+
+    def register(self, name: str, *components: ComponentBase,
+                 aliases: Iterable[str] = ()) -> Prefab:
+        """Add a prefab; its components give the defaults."""
+        seen: set[type] = set()
+        for comp in components:
+            ctype, _, count = component_values(comp)
+            if count is not None:
+                raise PrefabError(f"prefab {name!r}: {schema_of(ctype).name} must be one "
+                                  f"value, not a batch")
+            if ctype in seen:
+                raise PrefabError(f"prefab {name!r}: {schema_of(ctype).name} given twice")
+            seen.add(ctype)
+        prefab = Prefab(name, tuple(components), tuple(aliases))
+        for key in (name, *prefab.aliases):
+            folded = key.casefold()
+            if folded in self._lookup:
+                raise PrefabError(f"prefab name or alias {key!r} is already registered "
+                                  f"(by {self._lookup[folded]!r})")
+        self._prefabs[name] = prefab
+        for key in (name, *prefab.aliases):
+            self._lookup[key.casefold()] = name
+        return prefab
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.casefold() in self._lookup
+
+    def __getitem__(self, name: str) -> Prefab:
+        found = self._lookup.get(name.casefold())
+        if found is None:
+            raise PrefabError(f"unknown prefab {name!r}; known prefabs are {self.names}")
+        return self._prefabs[found]
+
+    def resolve(self, name: str) -> Prefab | None:
+        """The prefab for a name or alias, or None."""
+        found = self._lookup.get(name.casefold())
+        return self._prefabs[found] if found is not None else None
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._prefabs)
+
+    def instantiate(self, world: World, name: str, **params: Any) -> Entity:
+        """Spawn one entity from a prefab; ``params`` by label (``x=3, speed=2``)."""
+        comps = self[name].build(params)
+        for comp in comps:
+            if comp._batch not in (None, 1):
+                raise PrefabError(f"prefab {name!r}: instantiate takes single values; use "
+                                  f"instantiate_batch for arrays")
+        return world.spawn(*comps)
+
+    def instantiate_batch(self, world: World, name: str, count: int | None = None,
+                          **params: Any) -> np.ndarray:
+        """Spawn many entities from a prefab; array params give one value per entity."""
+        comps = self[name].build(params)
+        return world.spawn_batch(*comps, count=count)
