@@ -3,8 +3,11 @@
 from ecs_engine.component import ComponentSchema, FieldSpec, component, field, schema_of
 from ecs_engine.entity import NULL, Entity, key_generation, key_slot, make_key
 from ecs_engine.group import Group
+from ecs_engine.history import History
 from ecs_engine.prefab import Param, Prefab, PrefabError, PrefabRegistry
 from ecs_engine.query import Query
+from ecs_engine.savefile import SaveFileError
+from ecs_engine.snapshot import RestoreEvent, Snapshot, StoreSnapshot
 from ecs_engine.storage import ComponentStore
 from ecs_engine.world import System, World
 
@@ -17,11 +20,16 @@ __all__ = [
     "Entity",
     "FieldSpec",
     "Group",
+    "History",
     "Param",
     "Prefab",
     "PrefabError",
     "PrefabRegistry",
     "Query",
+    "RestoreEvent",
+    "SaveFileError",
+    "Snapshot",
+    "StoreSnapshot",
     "System",
     "World",
     "__version__",

@@ -209,8 +209,8 @@ class ComponentBase:
             value = self._values.get(f.name)
             if value is None:
                 value = schema.defaults[f.name][0]
-            elif select is not None and self._batch is not None:
-                value = value[select]
+            elif select is not None and value.ndim > len(f.shape):
+                value = value[select]  # only batched fields; scalars broadcast
             data[f.name][rows] = value
 
 def _build_schema(cls: type, name: str) -> ComponentSchema:

@@ -17,7 +17,10 @@ from ecs_engine.storage import ComponentStore, key_slots
 class Group:
     """Keeps the joined prefix of several stores aligned."""
 
-    def __init__(self, types: Sequence[type], stores: Sequence[ComponentStore]) -> None:
+    def __init__(self, types: Sequence[type], stores: Sequence[ComponentStore],
+                 adopt_size: int | None = None) -> None:
+        """Own ``stores`` and sort their shared entities to the front; with
+        ``adopt_size`` the stores are already in group order (after a restore)."""
         for store in stores:
             if store.owner is not None:
                 raise ValueError(f"{store.schema.name} is already owned by another group")
@@ -26,7 +29,10 @@ class Group:
         self.size = 0
         for store in stores:
             store.owner = self
-            store.group_size = 0
+        if adopt_size is not None:
+            self._set_size(adopt_size)
+            return
+        self._set_size(0)
         smallest = min(self.stores, key=lambda s: s.n)
         self.enter(smallest.entities[: smallest.n].copy())
 

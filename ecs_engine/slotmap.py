@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,13 +25,15 @@ class SlotTable:
 class SlotMap:
     """Generational slot allocator. Keys are ``generation << 32 | slot``; generation >= 1."""
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, versions: Iterator[int] | None = None) -> None:
+        self._versions = versions if versions is not None else itertools.count(1)
         self.generations = np.ones(capacity, np.uint32)
         self.alive = np.zeros(capacity, np.bool_)
         self.free = np.zeros(capacity, np.int64)
         self.n_free = 0
         self.high_water = 0  # slots [0, high_water) have been used at least once
         self.n_alive = 0
+        self.version = next(self._versions)  # names the allocator state
 
     @property
     def capacity(self) -> int:
@@ -59,6 +63,7 @@ class SlotMap:
         slots[reused:] = np.arange(self.high_water, self.high_water + fresh)
         self.n_free -= reused
         self.high_water += fresh
+        self.version = next(self._versions)
         self.alive[slots] = True
         self.n_alive += count
         return (self.generations[slots].astype(KEY_DTYPE) << np.uint64(SLOT_BITS)) | slots.astype(
@@ -74,6 +79,7 @@ class SlotMap:
         self.free[self.n_free : self.n_free + len(slots)] = slots
         self.n_free += len(slots)
         self.n_alive -= len(slots)
+        self.version = next(self._versions)
 
     def alive_mask(self, keys: np.ndarray) -> np.ndarray:
         """Vectorised ``is_alive`` over a uint64 key array."""
@@ -124,8 +130,8 @@ class SlotMap:
         return SlotTable(self.generations[:hw].copy(), self.alive[:hw].copy(),
                          self.free[: self.n_free].copy())
 
-    def set_table(self, table: SlotTable) -> None:
-        """Replace the allocator state with a copy of ``table``."""
+    def set_table(self, table: SlotTable, version: int) -> None:
+        """Replace the allocator state with a copy of ``table`` (whose state is ``version``)."""
         hw = len(table.generations)
         if hw > self.capacity:
             self._grow(hw)
@@ -137,4 +143,5 @@ class SlotMap:
         self.free[: self.n_free] = table.free
         self.high_water = hw
         self.n_alive = int(np.count_nonzero(table.alive))
+        self.version = version
 

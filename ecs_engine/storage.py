@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 import numpy as np
 
 from ecs_engine.component import ComponentSchema
 from ecs_engine.entity import KEY_DTYPE, SLOT_MASK
+from ecs_engine.memcopy import copy_into
 
 
 def key_slots(keys: np.ndarray) -> np.ndarray:
@@ -16,17 +20,22 @@ def key_slots(keys: np.ndarray) -> np.ndarray:
 class ComponentStore:
     """Dense rows ``data[:n]`` and ``entities[:n]``; ``sparse[slot]`` is the row or -1.
 
-    ``version`` moves on every change, including handing out a writable view, so a
-    snapshot can share a store that has not moved since the previous one.
+    Two versions, drawn from the world's counter so each identifies one state:
+    ``data_version`` moves on every change to values (including handing out a writable
+    view), ``layout_version`` on every change to which entity sits in which row. A
+    snapshot shares what has not moved; a restore copies only what differs.
     """
 
-    def __init__(self, schema: ComponentSchema, slot_capacity: int, capacity: int = 16) -> None:
+    def __init__(self, schema: ComponentSchema, slot_capacity: int,
+                 versions: Iterator[int] | None = None, capacity: int = 16) -> None:
         self.schema = schema
         self.data = np.zeros(capacity, schema.dtype)
         self.entities = np.zeros(capacity, KEY_DTYPE)
         self.sparse = np.full(slot_capacity, -1, np.int32)
         self.n = 0
-        self.version = 0
+        self._versions = versions if versions is not None else itertools.count(1)
+        self.data_version = next(self._versions)
+        self.layout_version = next(self._versions)
         self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
         self.owner: object | None = None  # the Group that owns this store
 
@@ -39,8 +48,19 @@ class ComponentStore:
         """Bytes of live rows (data plus entity keys)."""
         return self.n * (self.schema.dtype.itemsize + KEY_DTYPE.itemsize)
 
+    @property
+    def version(self) -> int:
+        """Moves on every change (values or layout)."""
+        return self.data_version
+
     def touch(self) -> None:
-        self.version += 1
+        """Values changed (or a writable view was handed out)."""
+        self.data_version = next(self._versions)
+
+    def touch_layout(self) -> None:
+        """Rows were added, removed or moved (values move with them)."""
+        self.layout_version = next(self._versions)
+        self.data_version = next(self._versions)
 
     def ensure_slots(self, slot_capacity: int) -> None:
         if slot_capacity > len(self.sparse):
@@ -53,7 +73,7 @@ class ComponentStore:
             return
         cap = max(rows, 2 * self.capacity)
         data = np.zeros(cap, self.schema.dtype)
-        data[: self.n] = self.data[: self.n]
+        copy_into(data[: self.n], self.data[: self.n])
         entities = np.zeros(cap, KEY_DTYPE)
         entities[: self.n] = self.entities[: self.n]
         self.data, self.entities = data, entities
@@ -73,7 +93,7 @@ class ComponentStore:
         self.entities[rows] = keys
         self.sparse[key_slots(keys)] = np.arange(self.n, self.n + k, dtype=np.int32)
         self.n += k
-        self.touch()
+        self.touch_layout()
         return rows
 
     def remove_rows(self, rows: np.ndarray) -> None:
@@ -93,7 +113,7 @@ class ComponentStore:
             self.entities[holes] = self.entities[movers]
             self.sparse[key_slots(self.entities[holes])] = holes.astype(np.int32)
         self.n = new_n
-        self.touch()
+        self.touch_layout()
 
     def move_rows(self, current: np.ndarray, targets: np.ndarray) -> None:
         """Move row ``current[j]`` to ``targets[j]`` (a contiguous range); displaced rows
@@ -111,7 +131,7 @@ class ComponentStore:
         self.data[dst] = self.data[src]
         self.entities[dst] = self.entities[src]
         self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
-        self.touch()
+        self.touch_layout()
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""
@@ -121,4 +141,4 @@ class ComponentStore:
         self.sparse[key_slots(self.entities[: self.n])] = -1
         self.n = 0
         self.group_size = 0
-        self.touch()
+        self.touch_layout()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +16,7 @@ from ecs_engine.entity import KEY_DTYPE, Entity, as_keys, key_slot, key_str
 from ecs_engine.group import Group
 from ecs_engine.query import Query
 from ecs_engine.slotmap import SlotMap
+from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
 from ecs_engine.storage import ComponentStore, key_slots
 
 SystemFn = Callable[["World", float], Any]
@@ -35,7 +39,8 @@ class World:
     """
 
     def __init__(self, *, seed: int | None = None, auto_group: bool = True) -> None:
-        self._slots = SlotMap()
+        self._versions = itertools.count(1)  # one counter: a version names one state
+        self._slots = SlotMap(versions=self._versions)
         self._stores: dict[type, ComponentStore] = {}
         self._types_by_name: dict[str, type] = {}
         self._groups: list[Group] = []
@@ -44,6 +49,8 @@ class World:
         self._deferred: list[Callable[[], None]] = []
         self._pending_despawn: set[int] = set()
         self.auto_group = auto_group
+        self._restore_callbacks: list[Callable[[World, RestoreEvent], Any]] = []
+        self._last_snapshot: weakref.ref[Snapshot] | None = None
         self.resources: dict[str, Any] = {}
         self.rng: np.random.Generator = np.random.default_rng(seed)
         self.tick = 0
@@ -59,10 +66,16 @@ class World:
                                 f"({other.__module__}.{other.__qualname__} and "
                                 f"{ctype.__module__}.{ctype.__qualname__}); pin distinct "
                                 f"names with @component(name=...)")
-            store = ComponentStore(schema, self._slots.capacity)
+            store = ComponentStore(schema, self._slots.capacity, self._versions)
             self._stores[ctype] = store
             self._types_by_name[schema.name] = ctype
         return store
+
+    def register(self, *ctypes: type) -> None:
+        """Make component types known by name (needed before loading a save that uses
+        types this world has not touched yet)."""
+        for ctype in ctypes:
+            self._store(ctype)
 
     @property
     def component_types(self) -> tuple[type, ...]:
@@ -220,7 +233,8 @@ class World:
             if (rows < 0).any():
                 first = int(arr[np.flatnonzero(rows < 0)[0]])
                 raise KeyError(f"remove_batch: {key_str(first)} has no {name}")
-            self._detach(store, arr)
+            if store is not None:  # None only for an empty batch
+                self._detach(store, arr)
 
         if not self._deferring:
             run()
@@ -287,7 +301,7 @@ class World:
         if store is None:
             schema_of(ctype)
             return False
-        return self.is_alive(entity) and store.contains(key_slot(entity))
+        return self.is_alive(entity) and bool(store.contains(key_slot(entity)))
 
     def get(self, entity: int, ctype: type) -> np.void:
         """The entity's component as a record (``rec["x"]``); writes go to the store.
@@ -340,6 +354,8 @@ class World:
         return group
 
     def _group_for(self, types: Sequence[type]) -> Group | None:
+        if len(types) < 2:  # a one-type group is useless and would block a real one
+            return None
         stores = [self._store(t) for t in types]
         owner = stores[0].owner
         if isinstance(owner, Group) and set(owner.types) == set(types):
@@ -371,6 +387,42 @@ class World:
         self._pending_despawn.clear()
         if error is not None:
             raise error
+
+    # -- snapshots ----------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Copy the whole state (stores, slot table, groups, resources, tick, rng).
+
+        Parts unchanged since the previous snapshot (or restore) are shared, not copied.
+        """
+        if self._open_queries:
+            raise RuntimeError("cannot snapshot while a query is open")
+        previous = self._last_snapshot() if self._last_snapshot is not None else None
+        snap = take_snapshot(self, previous)
+        self._last_snapshot = weakref.ref(snap)
+        return snap
+
+    def restore(self, snap: Snapshot, *, source: str = "memory") -> None:
+        """Bring back the state of ``snap``; every key (also inside components) is valid
+        again. ``SaveFileError`` (world unchanged) if it does not fit this world."""
+        restore_snapshot(self, snap, source)
+        self._last_snapshot = weakref.ref(snap)
+
+    def on_restore(self, callback: Callable[[World, RestoreEvent], Any]) -> None:
+        """Call ``callback(world, event)`` after every restore or load, so systems can
+        rebuild derived state (spatial grids, GPU buffers)."""
+        self._restore_callbacks.append(callback)
+
+    def save(self, path: str | Path) -> Snapshot:
+        """Snapshot and write it to ``path`` atomically; returns the snapshot."""
+        snap = self.snapshot()
+        snap.save(path)
+        return snap
+
+    def load(self, path: str | Path) -> Snapshot:
+        """Read a save file and restore it. ``SaveFileError`` leaves the world unchanged."""
+        snap = Snapshot.load(path)
+        self.restore(snap, source="file")
+        return snap
 
     # -- systems ------------------------------------------------------------------------
     def add_system(self, fn: SystemFn, *, name: str | None = None,

@@ -1,0 +1,79 @@
+"""History: a ring buffer of snapshots for rewind, with a memory bound."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from ecs_engine.snapshot import Snapshot, is_current
+
+if TYPE_CHECKING:
+    from ecs_engine.world import World
+
+
+class History:
+    """The last ``capacity`` snapshots (fewer if they would exceed ``max_bytes``).
+
+    Consecutive snapshots share every part that did not change, so a mostly static world
+    costs about one copy of its static stores plus the moving parts per snapshot.
+    """
+
+    def __init__(self, capacity: int = 600, max_bytes: int | None = None) -> None:
+        if capacity < 1:
+            raise ValueError(f"History capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self.max_bytes = max_bytes
+        self._snaps: deque[Snapshot] = deque()
+        self._refs: dict[int, list[int]] = {}  # id(array) -> [references, nbytes]
+        self.nbytes = 0  # unique bytes held; shared arrays count once
+
+    def __len__(self) -> int:
+        return len(self._snaps)
+
+    @property
+    def latest(self) -> Snapshot | None:
+        return self._snaps[-1] if self._snaps else None
+
+    def _hold(self, snap: Snapshot) -> None:
+        for arr in snap.arrays():
+            entry = self._refs.get(id(arr))
+            if entry is None:
+                self._refs[id(arr)] = [1, arr.nbytes]
+                self.nbytes += arr.nbytes
+            else:
+                entry[0] += 1
+
+    def _drop(self, snap: Snapshot) -> None:
+        for arr in snap.arrays():
+            entry = self._refs[id(arr)]
+            entry[0] -= 1
+            if entry[0] == 0:
+                del self._refs[id(arr)]
+                self.nbytes -= entry[1]
+
+    def record(self, world: World) -> Snapshot:
+        """Snapshot the world and keep it; evicts the oldest beyond the bounds."""
+        snap = world.snapshot()
+        self._snaps.append(snap)
+        self._hold(snap)
+        while len(self._snaps) > self.capacity or (
+            self.max_bytes is not None and self.nbytes > self.max_bytes and len(self._snaps) > 1
+        ):
+            self._drop(self._snaps.popleft())
+        return snap
+
+    def rewind(self, world: World) -> Snapshot | None:
+        """Step back: restore the newest snapshot that differs from the live state and
+        forget it. Returns it, or None when the history is used up."""
+        while self._snaps:
+            snap = self._snaps.pop()
+            self._drop(snap)
+            if not is_current(world, snap):
+                world.restore(snap)
+                return snap
+        return None
+
+    def clear(self) -> None:
+        self._snaps.clear()
+        self._refs.clear()
+        self.nbytes = 0

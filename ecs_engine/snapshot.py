@@ -1,0 +1,282 @@
+"""Snapshots: the whole world state as a handful of array copies.
+
+A snapshot holds, per store, the live rows of ``data`` and ``entities`` plus the
+allocator's slot table, the owning groups, resources, tick and rng state. Parts whose
+version has not moved since the previous snapshot are shared with it, and a restore
+copies only the parts whose version differs from the live one.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ecs_engine.memcopy import clone, copy_into
+from ecs_engine.slotmap import SlotTable
+
+if TYPE_CHECKING:
+    from ecs_engine.world import World
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class StoreSnapshot:
+    """One store's live rows. ``data`` has the dtype it was saved with."""
+
+    name: str
+    data: np.ndarray
+    entities: np.ndarray
+    group_size: int = 0
+    data_version: int = 0  # 0: from a file, never equal to a live version
+    layout_version: int = 0
+    ctype: type | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.entities)
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """An immutable copy of a world's state; restore it any number of times."""
+
+    stores: tuple[StoreSnapshot, ...]
+    slots: SlotTable
+    groups: tuple[tuple[str, ...], ...]
+    resources: dict[str, Any]
+    tick: int
+    rng_state: dict[str, Any]
+    slot_version: int = 0
+    origin: object = field(default=None, repr=False)  # the world's version counter
+
+    def arrays(self) -> list[np.ndarray]:
+        """Every array this snapshot holds (some may be shared with other snapshots)."""
+        out = [self.slots.generations, self.slots.alive, self.slots.free]
+        for s in self.stores:
+            out += [s.data, s.entities]
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of array data held (counting shared arrays in full)."""
+        return sum(a.nbytes for a in self.arrays())
+
+    @property
+    def entity_count(self) -> int:
+        return int(np.count_nonzero(self.slots.alive))
+
+    def store(self, name: str) -> StoreSnapshot:
+        for s in self.stores:
+            if s.name == name:
+                return s
+        raise KeyError(f"snapshot has no component {name!r}")
+
+    def to_bytes(self) -> bytes:
+        """The snapshot as a save file (msgpack; see the README's save format)."""
+        from ecs_engine.savefile import encode_snapshot
+
+        return encode_snapshot(self)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> Snapshot:
+        """Parse a save file; ``SaveFileError`` on anything wrong with it."""
+        from ecs_engine.savefile import decode_snapshot
+
+        return decode_snapshot(data)
+
+    def save(self, path: str | Path) -> None:
+        """Write atomically to ``path`` (temp file, fsync, rename)."""
+        from ecs_engine.savefile import write_file
+
+        write_file(path, self)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Snapshot:
+        from ecs_engine.savefile import read_file
+
+        return read_file(path)
+
+
+@dataclass(frozen=True)
+class RestoreEvent:
+    """Passed to ``on_restore`` callbacks after a restore or load."""
+
+    snapshot: Snapshot
+    source: str  # "memory" or "file"
+    previous_tick: int
+
+
+def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
+    """Copy the world's state, sharing parts unchanged since ``previous``."""
+    reuse: dict[str, StoreSnapshot] = {}
+    if previous is not None and previous.origin is world._versions:
+        reuse = {s.name: s for s in previous.stores}
+    stores = []
+    group_of = {id(g): g for g in world._groups}
+    for ctype, store in world._stores.items():
+        name = store.schema.name
+        old = reuse.get(name)
+        if old is not None and old.layout_version == store.layout_version:
+            entities = old.entities
+        else:
+            entities = _frozen(clone(store.entities[: store.n]))
+        if old is not None and old.data_version == store.data_version:
+            data = old.data
+        else:
+            data = _frozen(clone(store.data[: store.n]))
+        in_group = store.owner is not None and id(store.owner) in group_of
+        stores.append(StoreSnapshot(name, data, entities, store.group_size if in_group else 0,
+                                    store.data_version, store.layout_version, ctype))
+    slotmap = world._slots
+    if previous is not None and previous.origin is world._versions and (
+        previous.slot_version == slotmap.version
+    ):
+        slots = previous.slots
+    else:
+        table = slotmap.table()
+        slots = SlotTable(_frozen(table.generations), _frozen(table.alive), _frozen(table.free))
+    groups = tuple(tuple(s.schema.name for s in g.stores) for g in world._groups)
+    return Snapshot(
+        stores=tuple(stores),
+        slots=slots,
+        groups=groups,
+        resources=copy.deepcopy(world.resources),
+        tick=world.tick,
+        rng_state=copy.deepcopy(world.rng.bit_generator.state),
+        slot_version=slotmap.version,
+        origin=world._versions,
+    )
+
+
+def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> None:
+    """Check a snapshot from elsewhere (a file) is self-consistent before touching the world."""
+    from ecs_engine.savefile import SaveFileError
+    from ecs_engine.slotmap import SlotMap
+
+    probe = SlotMap(capacity=max(1, len(snap.slots.generations)))
+    probe.set_table(snap.slots, 0)
+    hw = len(snap.slots.generations)
+    free = snap.slots.free
+    if len(free) and (free.min() < 0 or free.max() >= hw or snap.slots.alive[free].any()):
+        raise SaveFileError("slot table: the free list names a live or out-of-range slot")
+    if len(np.unique(free)) != len(free):
+        raise SaveFileError("slot table: the free list names a slot twice")
+    if len(free) + int(np.count_nonzero(snap.slots.alive)) != hw:
+        raise SaveFileError("slot table: some dead slots are missing from the free list")
+    if hw and snap.slots.generations.min() == 0:
+        raise SaveFileError("slot table: generation 0 is reserved for NULL")
+    for s in snap.stores:
+        if len(s.data) != s.n:
+            raise SaveFileError(f"component {s.name!r}: {len(s.data)} rows of data for "
+                                f"{s.n} entities")
+        if s.n and not probe.alive_mask(s.entities).all():
+            raise SaveFileError(f"component {s.name!r}: holds entities the slot table says "
+                                f"are not alive")
+        if len(np.unique(s.entities)) != s.n:
+            raise SaveFileError(f"component {s.name!r}: an entity appears twice")
+    by_name = {s.name: s for s in snap.stores}
+    for names in snap.groups:
+        if len(names) < 2 or any(n not in by_name for n in names) or len(set(names)) != len(
+            names
+        ):
+            raise SaveFileError(f"group {list(names)} names unknown or repeated components")
+        size = by_name[names[0]].group_size
+        first = by_name[names[0]].entities[:size]
+        for n in names:
+            s = by_name[n]
+            if s.group_size != size or size > s.n or not np.array_equal(s.entities[:size],
+                                                                         first):
+                raise SaveFileError(f"group {list(names)}: rows are not aligned")
+    grouped = [n for names in snap.groups for n in names]
+    if len(set(grouped)) != len(grouped):
+        raise SaveFileError("a component belongs to two groups")
+    del types
+
+
+def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> None:
+    """Make the world's state equal to ``snap``; validates everything before changing it."""
+    from ecs_engine.group import Group
+    from ecs_engine.migrate import migrate_rows
+    from ecs_engine.savefile import SaveFileError
+    from ecs_engine.storage import key_slots
+
+    if world._open_queries:
+        raise RuntimeError("cannot restore while a query is open")
+    own = snap.origin is world._versions
+    types: dict[str, type] = {}
+    datas: dict[str, np.ndarray] = {}
+    for s in snap.stores:
+        ctype = world._types_by_name.get(s.name) or s.ctype
+        if ctype is None:
+            raise SaveFileError(f"unknown component {s.name!r}: register its type first "
+                                f"(world.register({s.name}))")
+        types[s.name] = ctype
+        from ecs_engine.component import schema_of
+
+        datas[s.name] = migrate_rows(s.name, s.data, schema_of(ctype))
+    if not own:
+        _validate_foreign(world, snap, types)
+    for ctype in types.values():  # registering can fail (name clash): before any change
+        world._store(ctype)
+
+    # From here on nothing can fail: apply.
+    previous_tick = world.tick
+    slotmap = world._slots
+    if not own or slotmap.version != snap.slot_version:
+        slotmap.set_table(snap.slots, snap.slot_version if own else next(world._versions))
+    capacity = slotmap.capacity
+    for group in world._groups:
+        group.disband()
+    world._groups = []
+    snapped = set(types.values())
+    for ctype, store in world._stores.items():
+        store.ensure_slots(capacity)
+        if ctype not in snapped and store.n:
+            store.clear()
+    for s in snap.stores:
+        store = world._stores[types[s.name]]
+        if not own or store.layout_version != s.layout_version:
+            if store.n * 4 >= len(store.sparse):
+                store.sparse.fill(-1)
+            else:
+                store.sparse[key_slots(store.entities[: store.n])] = -1
+            store.reserve(s.n)
+            copy_into(store.entities[: s.n], s.entities)
+            store.sparse[key_slots(s.entities)] = np.arange(s.n, dtype=np.int32)
+            store.n = s.n
+            store.layout_version = s.layout_version if own else next(world._versions)
+        if not own or store.data_version != s.data_version:
+            copy_into(store.data[: s.n], datas[s.name])
+            store.data_version = s.data_version if own else next(world._versions)
+    by_name = {s.name: s for s in snap.stores}
+    for names in snap.groups:
+        stores = [world._stores[types[n]] for n in names]
+        world._groups.append(Group([types[n] for n in names], stores,
+                                   adopt_size=by_name[names[0]].group_size))
+    world.resources = copy.deepcopy(snap.resources)
+    world.tick = snap.tick
+    world.rng.bit_generator.state = copy.deepcopy(snap.rng_state)
+    event = RestoreEvent(snap, source, previous_tick)
+    for callback in tuple(world._restore_callbacks):
+        callback(world, event)
+
+
+def is_current(world: World, snap: Snapshot) -> bool:
+    """True if nothing in the world changed since ``snap`` was taken or restored."""
+    if snap.origin is not world._versions or world._slots.version != snap.slot_version:
+        return False
+    if world.tick != snap.tick or len(world._stores) != len(snap.stores):
+        return False
+    for s in snap.stores:
+        store = world._stores.get(world._types_by_name.get(s.name))  # type: ignore[arg-type]
+        if store is None or store.data_version != s.data_version:
+            return False
+    return world.rng.bit_generator.state == snap.rng_state and world.resources == snap.resources
