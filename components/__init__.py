@@ -2,6 +2,7 @@
 
 from components.gameplay import (
     Ammo,
+    Bouncer,
     Enemy,
     Health,
     Lifetime,
@@ -17,7 +18,7 @@ from components.prefabs import TILE_RGBA, stock_prefabs
 from components.render import Color, Layer
 
 __all__ = [
-    "TILE_RGBA", "Ammo", "Collider", "Color", "Enemy", "Gravity", "Grounded", "Health",
+    "TILE_RGBA", "Ammo", "Bouncer", "Collider", "Color", "Enemy", "Gravity", "Grounded", "Health",
     "Layer", "Lifetime", "Patrol", "Pickup", "Player", "Position", "Projectile", "Score",
     "Solid", "Spawner", "Tile", "Velocity", "stock_prefabs",
 ]

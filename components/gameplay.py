@@ -87,3 +87,11 @@ class Score:
     """Coins collected."""
 
     coins: field(np.int32, editable=False)  # type: ignore[valid-type]
+
+
+@component
+class Bouncer:
+    """Jumps again at a random speed (units/s) whenever it lands (the stress bodies)."""
+
+    min_speed: np.float32 = 8.0
+    max_speed: np.float32 = 24.0

@@ -40,7 +40,7 @@ def stock_prefabs() -> PrefabRegistry:
                      aliases=(f"{name}1", f"{name}_tile"))
     reg.register("player", Position(), Velocity(), Collider(w=0.8, h=1.6), Gravity(),
                  Grounded(), Player(), Health(hp=5, max_hp=5), Ammo(kinds=[1, 1, 1, 0, 0, 0, 0, 0],
-                 count=3), Score(), Color(rgba=PLAYER_RGBA), Layer(z=3),
+                 count=20), Score(), Color(rgba=PLAYER_RGBA), Layer(z=3),
                  aliases=("player_start", "start"))
     reg.register("enemy", Position(), Velocity(), Collider(w=0.9, h=0.9), Gravity(),
                  Grounded(), Enemy(), Patrol(), Health(hp=2, max_hp=2),

@@ -91,7 +91,7 @@ class Query:
         if len(self.types) == 1 and not excluded:
             self._aligned(slice(0, first.n), first)
             return
-        group = world._group_for(self.types)
+        group = world._group_for(self.types, may_create=len(self.readonly) < len(self.types))
         if group is not None and not excluded:
             self._aligned(slice(0, group.size), first)
             return

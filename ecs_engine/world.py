@@ -33,9 +33,11 @@ class System:
 class World:
     """A game world: entities with components in column stores, plus systems.
 
-    ``seed`` seeds ``world.rng``. With ``auto_group`` the first query over several
-    component types that no group owns yet creates an owning group for them, so that
-    query (and the same query every tick after) gets aligned views with no gather.
+    ``seed`` seeds ``world.rng``. With ``auto_group`` the first writing query over
+    several component types that no group owns yet creates an owning group for them,
+    so that query (and the same query every tick after) gets aligned views with no
+    gather. A store belongs to at most one group: create groups for the hot queries
+    up front with ``world.group(...)`` when several queries share a type.
     """
 
     def __init__(self, *, seed: int | None = None, auto_group: bool = True) -> None:
@@ -52,6 +54,9 @@ class World:
         self._restore_callbacks: list[Callable[[World, RestoreEvent], Any]] = []
         self._last_snapshot: weakref.ref[Snapshot] | None = None
         self.resources: dict[str, Any] = {}
+        # Derived state systems rebuild from the columns (spatial grids, GPU buffers):
+        # never saved, never snapshotted.
+        self.caches: dict[str, Any] = {}
         self.rng: np.random.Generator = np.random.default_rng(seed)
         self.tick = 0
 
@@ -353,14 +358,14 @@ class World:
         self._groups.append(group)
         return group
 
-    def _group_for(self, types: Sequence[type]) -> Group | None:
+    def _group_for(self, types: Sequence[type], may_create: bool = True) -> Group | None:
         if len(types) < 2:  # a one-type group is useless and would block a real one
             return None
         stores = [self._store(t) for t in types]
         owner = stores[0].owner
         if isinstance(owner, Group) and set(owner.types) == set(types):
             return owner
-        if owner is None and self.auto_group and self._open_queries <= 1 and all(
+        if may_create and owner is None and self.auto_group and self._open_queries <= 1 and all(
             s.owner is None for s in stores
         ):
             group = Group(types, stores)

@@ -1,0 +1,28 @@
+"""Reusable systems: physics, platformer collision, gameplay (no arcade here; the arcade
+bridge is ``systems.render_gl``, imported on its own)."""
+
+from systems.collision import collide, move_boxes, solid_at
+from systems.gameplay import (
+    bounce,
+    camera_follow,
+    input_state,
+    lifetimes,
+    overlap_matrix,
+    patrol,
+    pickups,
+    player_control,
+    projectile_hits,
+    spawn_projectiles,
+    spawners,
+    touch_damage,
+)
+from systems.grid import StaticGrid, invalidate_static_grid, static_grid
+from systems.physics import gravity, integrate
+from systems.schedule import PLATFORMER_SYSTEMS, add_platformer_systems
+
+__all__ = [
+    "PLATFORMER_SYSTEMS", "StaticGrid", "add_platformer_systems", "bounce", "camera_follow",
+    "collide", "gravity", "input_state", "integrate", "invalidate_static_grid", "lifetimes",
+    "move_boxes", "overlap_matrix", "patrol", "pickups", "player_control", "projectile_hits",
+    "solid_at", "spawn_projectiles", "spawners", "static_grid", "touch_damage",
+]

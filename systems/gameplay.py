@@ -1,0 +1,258 @@
+"""Gameplay systems: player control, patrols, spawners, lifetimes, hits, pickups, camera.
+
+Each is a plain ``fn(world, dt)`` (dt in seconds). Input comes from the resource
+``world.resources["input"]``: a dict of booleans ``left, right, jump, shoot``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from components import (
+    Ammo,
+    Bouncer,
+    Collider,
+    Color,
+    Enemy,
+    Grounded,
+    Health,
+    Layer,
+    Lifetime,
+    Patrol,
+    Pickup,
+    Player,
+    Position,
+    Projectile,
+    Score,
+    Spawner,
+    Velocity,
+)
+from components.prefabs import PROJECTILE_RGBA
+from ecs_engine import World
+from systems.collision import solid_at
+
+SHOOT_COOLDOWN = 0.25  # seconds between player shots
+PROJECTILE_SPEED = 22.0  # units/s
+INVULNERABLE_AFTER_HIT = 1.0  # seconds
+PICKUP_HEALTH, PICKUP_AMMO, PICKUP_COIN = 0, 1, 2
+
+
+def input_state(world: World) -> dict[str, bool]:
+    """The current input resource (all False when absent)."""
+    state = world.resources.get("input") or {}
+    return {k: bool(state.get(k, False)) for k in ("left", "right", "jump", "shoot")}
+
+
+def _boxes(pos: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, ...]:
+    hw, hh = col["w"] * 0.5, col["h"] * 0.5
+    return pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh
+
+
+def overlap_matrix(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(len(a), len(b)) boolean matrix of overlapping boxes (left, bottom, right, top)."""
+    return ((a[0][:, None] < b[2][None, :]) & (a[2][:, None] > b[0][None, :])
+            & (a[1][:, None] < b[3][None, :]) & (a[3][:, None] > b[1][None, :]))
+
+
+def spawn_projectiles(world: World, x: np.ndarray, y: np.ndarray, vx: np.ndarray,
+                      owners: np.ndarray, lifetime: float = 2.0) -> np.ndarray:
+    """Spawn projectiles at (x, y) moving at ``vx`` units/s; returns their keys."""
+    n = len(x)
+    if n == 0:
+        return np.zeros(0, np.uint64)
+    return world.spawn_batch(
+        Position(x=x, y=y), Velocity(x=vx, y=np.zeros(n)), Collider(w=0.4, h=0.4),
+        Projectile(damage=1, owner=owners), Lifetime(remaining=lifetime),
+        Color(rgba=PROJECTILE_RGBA), Layer(z=2), count=n)
+
+
+def player_control(world: World, dt: float) -> None:
+    """Run, jump and shoot from the input resource."""
+    keys = input_state(world)
+    direction = int(keys["right"]) - int(keys["left"])
+    shots: list[np.ndarray] = []
+    with world.query(Player, Velocity, Grounded, Position, Ammo,
+                     readonly=(Grounded, Position)) as q:
+        if len(q) == 0:
+            return
+        player, vel, ground = q[Player], q[Velocity], q[Grounded]
+        vel["x"] = direction * player["run_speed"]
+        if direction:
+            player["facing"] = direction
+        if keys["jump"]:
+            jumping = ground["on_ground"]
+            vel["y"][jumping] = player["jump_speed"][jumping]
+        player["shoot_cooldown"] = np.maximum(player["shoot_cooldown"] - dt, 0)
+        if keys["shoot"]:
+            ammo = q[Ammo]
+            firing = (player["shoot_cooldown"] <= 0) & (ammo["count"] > 0)
+            if firing.any():
+                player["shoot_cooldown"][firing] = SHOOT_COOLDOWN
+                ammo["count"][firing] -= 1
+                pos = q[Position]
+                facing = player["facing"][firing].astype(np.float32)
+                shots = [pos["x"][firing] + facing * 0.8, pos["y"][firing] + 0.2,
+                         facing * PROJECTILE_SPEED, q.entities[firing].copy()]
+    if shots:
+        spawn_projectiles(world, *shots)
+
+
+def patrol(world: World, dt: float) -> None:
+    """Walk at ``speed``; turn around at walls and before ledges."""
+    with world.query(Patrol, Velocity, Grounded, Position, Collider,
+                     readonly=(Grounded, Position, Collider)) as q:
+        if len(q) == 0:
+            return
+        walker, vel, ground, pos, col = q[Patrol], q[Velocity], q[Grounded], q[Position], \
+            q[Collider]
+        turn = ground["wall"] == walker["direction"]
+        # Probe just ahead of the front foot, half a unit down: no ground means a ledge.
+        ahead_x = pos["x"] + walker["direction"] * (col["w"] * 0.5 + 0.05)
+        below_y = pos["y"] - col["h"] * 0.5 - 0.5
+        ledge = ground["on_ground"] & ~solid_at(world, ahead_x, below_y)
+        turn |= ledge
+        walker["direction"][turn] *= -1
+        vel["x"] = walker["speed"] * walker["direction"]
+
+
+def spawners(world: World, dt: float) -> None:
+    """Turrets fire a projectile every ``interval`` seconds."""
+    with world.query(Spawner, Position) as q:
+        if len(q) == 0:
+            return
+        spawner, pos = q[Spawner], q[Position]
+        spawner["cooldown"] -= dt
+        firing = spawner["cooldown"] <= 0
+        spawner["cooldown"][firing] += spawner["interval"][firing]
+        direction = spawner["direction"][firing].astype(np.float32)
+        shots = (pos["x"][firing] + direction * 0.8, pos["y"][firing].copy(),
+                 direction * spawner["speed"][firing], q.entities[firing].copy())
+    spawn_projectiles(world, *shots)
+
+
+def lifetimes(world: World, dt: float) -> None:
+    """Count ``Lifetime`` down and despawn what reaches zero."""
+    with world.query(Lifetime) as q:
+        life = q[Lifetime]
+        life["remaining"] -= dt
+        expired = q.entities[life["remaining"] <= 0].copy()
+    if len(expired):
+        world.despawn_batch(expired)
+
+
+def projectile_hits(world: World, dt: float) -> None:
+    """Projectiles stop at walls (collision zeroed their speed) and damage what they hit
+    (never their owner); entities at 0 hp despawn, the player respawns."""
+    dead: list[np.ndarray] = []
+    with world.query(Projectile, Position, Collider, Velocity,
+                     readonly=(Projectile, Position, Collider, Velocity)) as p:
+        if len(p) == 0:
+            return
+        shots = _boxes(p[Position], p[Collider])
+        stopped = p[Velocity]["x"] == 0
+        owners = p[Projectile]["owner"]
+        damage = p[Projectile]["damage"]
+        shot_keys = p.entities.copy()
+        with world.query(Health, Position, Collider, readonly=(Position, Collider)) as h:
+            hits = overlap_matrix(shots, _boxes(h[Position], h[Collider]))
+            hits &= owners[:, None] != h.entities[None, :]
+            # One target per projectile: the first it overlaps.
+            first = np.argmax(hits, axis=1)
+            hit_any = hits.any(axis=1)
+            health = h[Health]
+            np.subtract.at(health["hp"], first[hit_any], damage[hit_any])
+        dead.append(shot_keys[hit_any | stopped])
+    if dead and len(dead[0]):
+        world.despawn_batch(dead[0])
+    _handle_deaths(world)
+
+
+def _handle_deaths(world: World) -> None:
+    """Despawn entities at 0 hp; respawn the player at the start instead."""
+    with world.query(Health, without=(Player,), readonly=(Health,)) as q:
+        gone = q.entities[q[Health]["hp"] <= 0].copy()
+    if len(gone):
+        world.despawn_batch(gone)
+    start = world.resources.get("player_start")
+    with world.query(Player, Health, Position, Velocity) as q:
+        down = q[Health]["hp"] <= 0
+        if down.any():
+            q[Health]["hp"][down] = q[Health]["max_hp"][down]
+            if start is not None:
+                q[Position]["x"][down] = start[0]
+                q[Position]["y"][down] = start[1]
+            q[Velocity]["x"][down] = 0
+            q[Velocity]["y"][down] = 0
+
+
+def touch_damage(world: World, dt: float) -> None:
+    """Enemies hurt the player on touch, then the player is briefly invulnerable."""
+    with world.query(Player, Health, Position, Collider, Velocity,
+                     readonly=(Player, Position, Collider)) as p:
+        if len(p) == 0:
+            return
+        health = p[Health]
+        health["invulnerable"] = np.maximum(health["invulnerable"] - dt, 0)
+        with world.query(Enemy, Position, Collider, readonly=(Enemy, Position, Collider)) as e:
+            touching = overlap_matrix(_boxes(p[Position], p[Collider]),
+                                      _boxes(e[Position], e[Collider]))
+            damage = (touching * e[Enemy]["damage"][None, :]).max(axis=1, initial=0)
+        hurt = (damage > 0) & (health["invulnerable"] <= 0)
+        health["hp"][hurt] -= damage[hurt].astype(np.int16)
+        health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
+        p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
+    _handle_deaths(world)
+
+
+def pickups(world: World, dt: float) -> None:
+    """Players collect overlapping pickups: health, ammo or coins."""
+    taken: np.ndarray | None = None
+    with world.query(Player, Position, Collider, Health, Ammo, Score,
+                     readonly=(Player, Position, Collider)) as p:
+        if len(p) == 0:
+            return
+        with world.query(Pickup, Position, Collider, readonly=(Pickup, Position, Collider)) as k:
+            touching = overlap_matrix(_boxes(p[Position], p[Collider]),
+                                      _boxes(k[Position], k[Collider]))
+            got = touching.any(axis=0)
+            if not got.any():
+                return
+            who = np.argmax(touching, axis=0)[got]
+            kind, amount = k[Pickup]["kind"][got], k[Pickup]["amount"][got]
+            taken = k.entities[got].copy()
+        health, ammo, score = p[Health], p[Ammo], p[Score]
+        for code, column, field in ((PICKUP_HEALTH, health, "hp"), (PICKUP_AMMO, ammo, "count"),
+                                    (PICKUP_COIN, score, "coins")):
+            sel = kind == code
+            np.add.at(column[field], who[sel], amount[sel].astype(column[field].dtype))
+        np.minimum(health["hp"], health["max_hp"], out=health["hp"])
+        np.minimum(ammo["count"], 99, out=ammo["count"])
+    if taken is not None:
+        world.despawn_batch(taken)
+
+
+def bounce(world: World, dt: float) -> None:
+    """Bouncers that landed jump again with a random speed and direction."""
+    with world.query(Bouncer, Grounded, Velocity, readonly=(Bouncer, Grounded)) as q:
+        landed = q[Grounded]["on_ground"] | (q[Grounded]["wall"] != 0)
+        n = int(landed.sum())
+        if n == 0:
+            return
+        b, vel = q[Bouncer], q[Velocity]
+        vel["y"][landed] = world.rng.uniform(b["min_speed"][landed], b["max_speed"][landed])
+        vel["x"][landed] = world.rng.uniform(-8.0, 8.0, n)
+
+
+def camera_follow(world: World, dt: float, stiffness: float = 8.0) -> None:
+    """Ease the camera resource ``{"x", "y"}`` (world units) towards the player."""
+    with world.query(Player, Position, readonly=(Player, Position)) as q:
+        if len(q) == 0:
+            return
+        target = (float(q[Position]["x"][0]), float(q[Position]["y"][0]))
+    cam = world.resources.get("camera")
+    if cam is None:
+        world.resources["camera"] = {"x": target[0], "y": target[1]}
+        return
+    blend = 1.0 - float(np.exp(-stiffness * dt))
+    cam["x"] += (target[0] - cam["x"]) * blend
+    cam["y"] += (target[1] - cam["y"]) * blend

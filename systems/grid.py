@@ -1,0 +1,123 @@
+"""A uniform-grid broad phase over static boxes, built from the columns in bulk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from components import Collider, Position, Solid
+from ecs_engine import World
+
+CACHE_KEY = "systems.static_grid"
+
+
+def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For runs of ``counts``: (run index, offset within the run) per element."""
+    owner = np.repeat(np.arange(len(counts)), counts)
+    offsets = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, offsets
+
+
+@dataclass(frozen=True)
+class StaticGrid:
+    """Static boxes (left, bottom, right, top in world units) bucketed into square cells."""
+
+    left: np.ndarray
+    bottom: np.ndarray
+    right: np.ndarray
+    top: np.ndarray
+    origin_x: float
+    origin_y: float
+    cell: float
+    width: int  # cells
+    height: int
+    cell_start: np.ndarray  # CSR: boxes of cell c are items[cell_start[c]:cell_start[c+1]]
+    items: np.ndarray
+    version: int
+
+    @classmethod
+    def build(cls, left: np.ndarray, bottom: np.ndarray, right: np.ndarray, top: np.ndarray,
+              cell: float = 4.0, version: int = 0) -> StaticGrid:
+        if len(left) == 0:
+            empty = np.zeros(0, np.float32)
+            return cls(empty, empty, empty, empty, 0.0, 0.0, cell, 1, 1,
+                       np.zeros(2, np.int64), np.zeros(0, np.int64), version)
+        ox, oy = float(left.min()), float(bottom.min())
+        width = int((right.max() - ox) // cell) + 1
+        height = int((top.max() - oy) // cell) + 1
+        cx0, cx1, cy0, cy1 = cls._cell_range(left, bottom, right, top, ox, oy, cell, width,
+                                             height)
+        wc = cx1 - cx0 + 1
+        counts = wc * (cy1 - cy0 + 1)
+        box, k = _expand(counts)
+        cells = (cy0[box] + k // wc[box]) * width + cx0[box] + k % wc[box]
+        order = np.argsort(cells, kind="stable")
+        cell_start = np.zeros(width * height + 1, np.int64)
+        np.cumsum(np.bincount(cells, minlength=width * height), out=cell_start[1:])
+        return cls(left, bottom, right, top, ox, oy, cell, width, height, cell_start,
+                   box[order], version)
+
+    @staticmethod
+    def _cell_range(left: np.ndarray, bottom: np.ndarray, right: np.ndarray, top: np.ndarray,
+                    ox: float, oy: float, cell: float, width: int,
+                    height: int) -> tuple[np.ndarray, ...]:
+        cx0 = np.clip(np.floor((left - ox) / cell), 0, width - 1).astype(np.int64)
+        cx1 = np.clip(np.floor((right - ox) / cell), 0, width - 1).astype(np.int64)
+        cy0 = np.clip(np.floor((bottom - oy) / cell), 0, height - 1).astype(np.int64)
+        cy1 = np.clip(np.floor((top - oy) / cell), 0, height - 1).astype(np.int64)
+        return cx0, cx1, cy0, cy1
+
+    def pairs(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
+              top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query index, box index) for every query box that overlaps a static box
+        (open intervals: touching edges do not count). A pair may repeat."""
+        if len(self.left) == 0 or len(left) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        cx0, cx1, cy0, cy1 = self._cell_range(left, bottom, right, top, self.origin_x,
+                                              self.origin_y, self.cell, self.width, self.height)
+        outside = ((right < self.origin_x) | (top < self.origin_y)
+                   | (left > self.origin_x + self.width * self.cell)
+                   | (bottom > self.origin_y + self.height * self.cell))
+        wc = cx1 - cx0 + 1
+        counts = np.where(outside, 0, wc * (cy1 - cy0 + 1))
+        query, k = _expand(counts)
+        cells = (cy0[query] + k // wc[query]) * self.width + cx0[query] + k % wc[query]
+        starts = self.cell_start[cells]
+        per_cell = self.cell_start[cells + 1] - starts
+        pair_owner, j = _expand(per_cell)
+        qi = query[pair_owner]
+        bi = self.items[starts[pair_owner] + j]
+        hit = ((left[qi] < self.right[bi]) & (right[qi] > self.left[bi])
+               & (bottom[qi] < self.top[bi]) & (top[qi] > self.bottom[bi]))
+        return qi[hit], bi[hit]
+
+    def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
+                 top: np.ndarray) -> np.ndarray:
+        """Boolean mask: does each query box overlap any static box?"""
+        qi, _ = self.pairs(left, bottom, right, top)
+        mask = np.zeros(len(left), np.bool_)
+        mask[qi] = True
+        return mask
+
+
+def static_grid(world: World, cell: float = 4.0) -> StaticGrid:
+    """The grid of ``Solid`` boxes, rebuilt when the set of solids changes (also after a
+    restore that changes it). Solids are static: call ``invalidate_static_grid`` after
+    moving one."""
+    store = world.store(Solid)
+    version = store.layout_version
+    cached = world.caches.get(CACHE_KEY)
+    if isinstance(cached, StaticGrid) and cached.version == version and cached.cell == cell:
+        return cached
+    with world.query(Solid, Position, Collider, readonly=(Solid, Position, Collider)) as q:
+        pos, col = q[Position], q[Collider]
+        hw, hh = col["w"] * 0.5, col["h"] * 0.5
+        grid = StaticGrid.build(pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh,
+                                cell=cell, version=version)
+    world.caches[CACHE_KEY] = grid
+    return grid
+
+
+def invalidate_static_grid(world: World) -> None:
+    world.caches.pop(CACHE_KEY, None)

@@ -1,0 +1,26 @@
+"""Gravity and free integration. Units: world units, seconds."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from components import Collider, Gravity, Position, Velocity
+from ecs_engine import World
+
+TERMINAL_SPEED = 40.0  # units/s: caps falling so a body never skips a 1-unit tile per tick
+
+
+def gravity(world: World, dt: float) -> None:
+    """Accelerate every body with ``Gravity``; clamp the fall speed."""
+    with world.query(Velocity, Gravity, readonly=(Gravity,)) as q:
+        vel = q[Velocity]
+        vel["y"] += q[Gravity]["ay"] * np.float32(dt)
+        np.maximum(vel["y"], -TERMINAL_SPEED, out=vel["y"])
+
+
+def integrate(world: World, dt: float) -> None:
+    """Move bodies that have no ``Collider`` (colliding bodies move in ``collide``)."""
+    with world.query(Position, Velocity, without=(Collider,), readonly=(Velocity,)) as q:
+        pos, vel = q[Position], q[Velocity]
+        pos["x"] += vel["x"] * np.float32(dt)
+        pos["y"] += vel["y"] * np.float32(dt)
