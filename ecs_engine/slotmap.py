@@ -57,18 +57,23 @@ class SlotMap:
         fresh = count - reused
         if self.high_water + fresh > self.capacity:
             self._grow(self.high_water + fresh)
-        slots = np.empty(count, np.int64)
-        # Pop order equals ``count`` single pops: the top of the stack first.
-        slots[:reused] = self.free[self.n_free - reused : self.n_free][::-1]
-        slots[reused:] = np.arange(self.high_water, self.high_water + fresh)
-        self.n_free -= reused
-        self.high_water += fresh
-        self.version = next(self._versions)
-        self.alive[slots] = True
+        keys = np.empty(count, KEY_DTYPE)
+        if reused:
+            # Pop order equals ``count`` single pops: the top of the stack first.
+            slots = self.free[self.n_free - reused : self.n_free][::-1]
+            self.alive[slots] = True
+            keys[:reused] = self.generations[slots].astype(KEY_DTYPE) << np.uint64(SLOT_BITS)
+            keys[:reused] |= slots.astype(KEY_DTYPE)
+            self.n_free -= reused
+        if fresh:
+            # Never-used slots are at generation 1: their keys are one arange.
+            first = (1 << SLOT_BITS) + self.high_water
+            keys[reused:] = np.arange(first, first + fresh, dtype=KEY_DTYPE)
+            self.alive[self.high_water : self.high_water + fresh] = True
+            self.high_water += fresh
         self.n_alive += count
-        return (self.generations[slots].astype(KEY_DTYPE) << np.uint64(SLOT_BITS)) | slots.astype(
-            KEY_DTYPE
-        )
+        self.version = next(self._versions)
+        return keys
 
     def release(self, slots: np.ndarray) -> None:
         """Free slots of live entities (already validated), bumping their generation."""

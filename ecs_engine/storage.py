@@ -17,6 +17,15 @@ def key_slots(keys: np.ndarray) -> np.ndarray:
     return (keys & np.uint64(SLOT_MASK)).astype(np.int64)
 
 
+def key_slots_view(keys: np.ndarray) -> np.ndarray:
+    """Slot indices as a strided uint32 view of the keys' low words: no pass over memory.
+
+    Only for indexing; the view aliases ``keys``."""
+    if keys.dtype == KEY_DTYPE and keys.flags.c_contiguous and keys.dtype.byteorder in "<=":
+        return keys.view(np.uint32)[::2] if np.little_endian else key_slots(keys)
+    return key_slots(keys)
+
+
 class ComponentStore:
     """Dense rows ``data[:n]`` and ``entities[:n]``; ``sparse[slot]`` is the row or -1.
 
@@ -85,13 +94,20 @@ class ComponentStore:
     def contains(self, slot: int) -> bool:
         return slot < len(self.sparse) and self.sparse[slot] >= 0
 
-    def append(self, keys: np.ndarray) -> slice:
-        """Append rows for new keys (not present); returns the slice to fill."""
+    def append(self, keys: np.ndarray, first_slot: int | None = None) -> slice:
+        """Append rows for new keys (not present); returns the slice to fill.
+
+        ``first_slot``: the keys' slots are ``first_slot, first_slot + 1, ...`` (fresh
+        slots from one allocation), so the sparse update is one slice write."""
         k = len(keys)
         self.reserve(self.n + k)
         rows = slice(self.n, self.n + k)
         self.entities[rows] = keys
-        self.sparse[key_slots(keys)] = np.arange(self.n, self.n + k, dtype=np.int32)
+        row_ids = np.arange(self.n, self.n + k, dtype=np.int32)
+        if first_slot is not None:
+            self.sparse[first_slot : first_slot + k] = row_ids
+        else:
+            self.sparse[key_slots_view(keys)] = row_ids
         self.n += k
         self.touch_layout()
         return rows

@@ -91,12 +91,14 @@ class World:
         """The store of a component type (for engine extensions; prefer queries)."""
         return self._store(ctype)
 
-    def _allocate(self, count: int) -> np.ndarray:
+    def _allocate(self, count: int) -> tuple[np.ndarray, int | None]:
+        """New keys, and their first slot when all are fresh and consecutive."""
+        first_slot = self._slots.high_water if self._slots.n_free == 0 else None
         keys = self._slots.allocate(count)
         capacity = self._slots.capacity
         for store in self._stores.values():
             store.ensure_slots(capacity)
-        return keys
+        return keys, first_slot
 
     # -- validation ---------------------------------------------------------------------
     def _check_alive(self, key: int, op: str) -> int:
@@ -155,8 +157,8 @@ class World:
             raise ValueError(f"spawn: got a batch of {count}; use spawn_batch for batches")
         for comp in comps:  # create stores now so a bad type fails before allocating
             self._store(type(comp))
-        keys = self._allocate(1)
-        self._run_or_defer(lambda: self._attach(keys, comps))
+        keys, first = self._allocate(1)
+        self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
         return Entity(int(keys[0]))
 
     def spawn_batch(self, *components: Any, count: int | None = None) -> np.ndarray:
@@ -172,11 +174,10 @@ class World:
             raise ValueError(f"spawn_batch: count must be >= 0, got {n}")
         for comp in comps:
             self._store(type(comp))
-        keys = self._allocate(n)
-        self._run_or_defer(lambda: self._attach(keys, comps))
-        out = keys.copy()
-        out.flags.writeable = False
-        return out
+        keys, first = self._allocate(n)
+        self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
+        keys.flags.writeable = False  # the caller's copy; stores hold their own
+        return keys
 
     def despawn(self, entity: int) -> None:
         """Destroy an entity and all its components. ``KeyError`` if not alive."""
@@ -252,10 +253,18 @@ class World:
         else:
             op()
 
-    def _attach(self, keys: np.ndarray, comps: Iterable[Any]) -> None:
-        slots = key_slots(keys)
+    def _attach(self, keys: np.ndarray, comps: Iterable[Any], fresh: bool = False,
+                first_slot: int | None = None) -> None:
+        """Write components onto ``keys``; ``fresh`` keys (just spawned) have none yet."""
+        slots = None if fresh else key_slots(keys)
         for comp in comps:
             store = self._store(type(comp))
+            if fresh:
+                rows = store.append(keys, first_slot)  # may reallocate data: write after
+                comp._write(store.data, rows)
+                if isinstance(store.owner, Group):
+                    store.owner.enter(keys)
+                continue
             rows = store.rows_of(slots)
             present = rows >= 0
             if present.all():
