@@ -1,0 +1,317 @@
+"""Rectangle partition of a level's geometry grid.
+
+A geometry grid is a 2-D integer array indexed ``grid[y, x]`` (y = row from the top, x = column),
+one cell per world unit. :func:`partition` covers every non-background cell with exactly one
+axis-aligned rectangle of a single value; every rectangle becomes one collider entity.
+
+Two methods:
+
+``greedy``
+    The thesis' scanline merge, vectorised: per row, maximal runs of one value; a run extends the
+    rectangle directly above it only when left edge, right edge and value all match.
+``exact``
+    A minimum partition per value: maximum independent set of good chords (bipartite matching and
+    Koenig's theorem), then one cut from every concave corner left unresolved.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.sparse import coo_array, csr_array
+from scipy.sparse.csgraph import breadth_first_order, maximum_bipartite_matching
+
+__all__ = ["RECT_DTYPE", "partition"]
+
+RECT_DTYPE = np.dtype([("value", "<i8"), ("x", "<i4"), ("y", "<i4"), ("w", "<i4"), ("h", "<i4")])
+"""One rectangle: cell value, top-left cell ``(x, y)`` and size ``(w, h)``, all in grid cells."""
+
+Method = Literal["greedy", "exact"]
+
+_Bool = NDArray[np.bool_]
+_Int = NDArray[np.int64]
+
+
+def partition(
+    grid: NDArray[np.integer], method: Method = "greedy", background: int = 0
+) -> NDArray[np.void]:
+    """Partition the non-background cells of ``grid`` into single-valued rectangles.
+
+    ``grid`` is a 2-D integer array indexed ``grid[y, x]``. Returns a structured array of
+    :data:`RECT_DTYPE` (positions and sizes in cells), sorted by ``(y, x)``. Each non-background
+    cell lies in exactly one rectangle; background cells lie in none.
+    """
+    arr = np.asarray(grid)
+    if arr.ndim != 2:
+        raise ValueError(
+            f"partition: grid must be 2-D, got {arr.ndim}-D array of shape {arr.shape}"
+        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"partition: grid must have an integer dtype, got {arr.dtype}")
+    if method not in ("greedy", "exact"):
+        raise ValueError(f"partition: unknown method {method!r}, expected 'greedy' or 'exact'")
+    if arr.size == 0:
+        return np.empty(0, dtype=RECT_DTYPE)
+    # One common dtype for cells and background, so a background outside the grid's dtype range
+    # (e.g. -1 for uint8) compares correctly instead of wrapping around.
+    work_dtype = np.result_type(arr.dtype, np.min_scalar_type(background))
+    if work_dtype.kind not in "iu":
+        work_dtype = np.dtype(np.int64)
+    cells = arr.astype(work_dtype, copy=False)
+    bg = work_dtype.type(background)
+    if method == "greedy":
+        return _greedy(cells, bg)
+    return _exact(cells, bg)
+
+
+def _make_rects(value: _Int, x: _Int, y: _Int, w: _Int, h: _Int) -> NDArray[np.void]:
+    """Pack rectangle columns (cells), already in row-major ``(y, x)`` order, into RECT_DTYPE."""
+    out = np.empty(value.size, dtype=RECT_DTYPE)
+    out["value"] = value
+    out["x"] = x
+    out["y"] = y
+    out["w"] = w
+    out["h"] = h
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# greedy
+
+
+def _greedy(cells: NDArray[np.integer], bg: np.integer) -> NDArray[np.void]:
+    """Scanline merge over all rows at once (no Python loop over rows or runs)."""
+    n_cols = cells.shape[1]
+    flat = np.ascontiguousarray(cells).ravel()
+    # Runs of equal value tile every row, background runs included: a run starts at each column 0
+    # and wherever the value differs from its left neighbour. Working on the flat array costs one
+    # comparison pass and one nonzero over the grid; everything after is per run.
+    boundary = np.empty(flat.size, dtype=bool)
+    boundary[0] = True
+    np.not_equal(flat[1:], flat[:-1], out=boundary[1:])
+    boundary[::n_cols] = True
+    # Flat indices as int32 when they fit: the per-run passes below are memory bound.
+    index_dtype = np.int32 if flat.size <= np.iinfo(np.int32).max else np.int64
+    starts = np.flatnonzero(boundary).astype(index_dtype)
+    stops = np.empty_like(starts)  # one past each run's last cell, flat index
+    stops[:-1] = starts[1:]
+    stops[-1] = flat.size
+    values = flat.take(starts)
+    solid = np.flatnonzero(values != bg)
+    starts, stops, values = starts.take(solid), stops.take(solid), values.take(solid)
+    n_runs = starts.size
+    if n_runs == 0:
+        return np.empty(0, dtype=RECT_DTYPE)
+    # A run continues the rectangle above iff the row above has a run with the same edges and
+    # value; flat indices make "same edges one row up" a plain shift by n_cols.
+    above = np.searchsorted(starts, starts - n_cols).astype(index_dtype)
+    np.minimum(above, n_runs - 1, out=above)
+    cont = (
+        (starts.take(above) == starts - n_cols)
+        & (stops.take(above) == stops - n_cols)
+        & (values.take(above) == values)
+    )
+    # Continuing runs form vertical chains; pointer jumping finds each chain's head in
+    # O(log height) vectorised passes.
+    head = np.arange(n_runs, dtype=index_dtype)
+    np.copyto(head, above, where=cont)
+    while True:
+        jumped = head.take(head)
+        if np.array_equal(jumped, head):
+            break
+        head = jumped
+    first = np.flatnonzero(~cont)  # chain heads, already in row-major (y, x) order
+    heights = np.bincount(head, minlength=n_runs).take(first)
+    first_starts = starts.take(first)
+    y, x = np.divmod(first_starts, n_cols)
+    return _make_rects(values.take(first), x, y, stops.take(first) - first_starts, heights)
+
+
+# --------------------------------------------------------------------------------------------
+# exact
+
+
+def _nearest_true(
+    mask: _Bool, ry: _Int, rx: _Int, axis: int, where: Literal["after", "from", "before"]
+) -> _Int:
+    """Index along ``axis`` (1 = along rows, 0 = down columns) of the nearest True of ``mask``
+    on each query's line: ``"after"`` strictly after, ``"from"`` at or after, ``"before"``
+    strictly before ``(ry, rx)``. The caller guarantees that such a True exists on the line.
+    """
+    # One nonzero over the mask, then a binary search per query: far cheaper than a running
+    # min/max over the whole grid when queries are sparse (corners, pieces).
+    if axis == 1:
+        hits = np.flatnonzero(mask)
+        line, pos, length = ry, rx, mask.shape[1]
+    else:
+        hits = np.flatnonzero(mask.T)  # column-major order
+        line, pos, length = rx, ry, mask.shape[0]
+    key = line.astype(np.int64) * length + pos
+    if where == "after":
+        found = hits[np.searchsorted(hits, key, side="right")]
+    elif where == "from":
+        found = hits[np.searchsorted(hits, key, side="left")]
+    else:
+        found = hits[np.searchsorted(hits, key, side="left") - 1]
+    return found - line.astype(np.int64) * length
+
+
+def _segment_indices(first: _Int, count: _Int, step: int) -> _Int:
+    """Flat indices ``first[i] + k * step`` for ``k < count[i]``, all segments concatenated."""
+    total = int(count.sum())
+    offsets = np.cumsum(count) - count
+    k = np.arange(total, dtype=np.int64) - np.repeat(offsets, count)
+    return np.repeat(first.astype(np.int64), count) + k * step
+
+
+def _max_independent_chords(
+    h_points: _Int, h_count: _Int, v_points: _Int, v_count: _Int, n_points: int
+) -> tuple[_Bool, _Bool]:
+    """Maximum independent set of horizontal/vertical chords (Koenig's theorem).
+
+    ``*_points`` are the flat grid-point indices each chord covers (endpoints included, so chords
+    sharing a corner conflict), ``*_count`` the points per chord. Returns keep-masks.
+    """
+    n_h, n_v = h_count.size, v_count.size
+    # Chords of one orientation are disjoint, so one id per point suffices.
+    h_at = np.zeros(n_points, dtype=np.int64)
+    h_at[h_points] = np.repeat(np.arange(1, n_h + 1, dtype=np.int64), h_count)
+    crossed = h_at[v_points]
+    hit = crossed > 0
+    eu = crossed[hit] - 1
+    ev = np.repeat(np.arange(n_v, dtype=np.int64), v_count)[hit]
+    if eu.size == 0:
+        return np.ones(n_h, dtype=bool), np.ones(n_v, dtype=bool)
+    graph = csr_array((np.ones(eu.size, dtype=np.int8), (eu, ev)), shape=(n_h, n_v))
+    mate_u = np.asarray(maximum_bipartite_matching(graph, perm_type="column"), dtype=np.int64)
+    # Alternating BFS from the unmatched horizontal chords: H -> V along any edge, V -> H along
+    # the matching. A super-source node (last id) feeds all unmatched H chords.
+    source = n_h + n_v
+    matched_u = np.flatnonzero(mate_u >= 0)
+    free_u = np.flatnonzero(mate_u < 0)
+    rows = np.concatenate([eu, mate_u[matched_u] + n_h, np.full(free_u.size, source)])
+    cols = np.concatenate([ev + n_h, matched_u, free_u])
+    directed = coo_array(
+        (np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=(source + 1, source + 1)
+    ).tocsr()
+    reached = np.zeros(source + 1, dtype=bool)
+    reached[breadth_first_order(directed, source, directed=True, return_predecessors=False)] = True
+    # Min vertex cover = (H \ Z) | (V & Z); the independent set is its complement.
+    return reached[:n_h], ~reached[n_h:source]
+
+
+def _exact(cells: NDArray[np.integer], bg: np.integer) -> NDArray[np.void]:
+    """Minimum rectangle partition, every value's 4-connected cells handled as its own region."""
+    n_rows, n_cols = cells.shape
+    padded = np.full((n_rows + 2, n_cols + 2), bg, dtype=cells.dtype)
+    padded[1:-1, 1:-1] = cells
+    # Grid points (px, py), 0 <= px <= n_cols, 0 <= py <= n_rows; the four cells around a point.
+    nw = padded[:-1, :-1]
+    ne = padded[:-1, 1:]
+    sw = padded[1:, :-1]
+    se = padded[1:, 1:]
+    full = (nw == ne) & (nw == sw) & (nw == se) & (nw != bg)
+    # Concave corner: three cells share a non-background value, the fourth differs. Two diagonal
+    # cells of one value (a pinch) are no corner at all: cells are 4-connected.
+    miss_nw = (ne == sw) & (ne == se) & (ne != bg) & (nw != ne)
+    miss_ne = (nw == sw) & (nw == se) & (nw != bg) & (ne != nw)
+    miss_sw = (nw == ne) & (nw == se) & (nw != bg) & (sw != nw)
+    miss_se = (nw == ne) & (nw == sw) & (nw != bg) & (se != nw)
+    concave = miss_nw | miss_ne | miss_sw | miss_se
+    # A corner's cuts run away from its missing cell: east if the gap is on the west, etc.
+    go_east = miss_nw | miss_sw
+    go_south = miss_nw | miss_ne
+    # Border points are never full, so every ray below stops inside its line.
+    stop = ~full
+    pts_w = n_cols + 1
+    n_points = full.size
+
+    # Good chords: a ray from a corner through interior points that ends on another corner.
+    # Rays only pass full points, so they never cross other corners and chords on one line
+    # are disjoint.
+    hy, hx0 = (a.astype(np.int64) for a in np.nonzero(go_east))
+    hx1 = _nearest_true(stop, hy, hx0, axis=1, where="after")
+    keep = concave[hy, hx1]
+    hy, hx0, hx1 = hy[keep], hx0[keep], hx1[keep]
+    vy0, vx = (a.astype(np.int64) for a in np.nonzero(go_south))
+    vy1 = _nearest_true(stop, vy0, vx, axis=0, where="after")
+    keep = concave[vy1, vx]
+    vx, vy0, vy1 = vx[keep], vy0[keep], vy1[keep]
+
+    h_count = hx1 - hx0 + 1
+    v_count = vy1 - vy0 + 1
+    h_points = _segment_indices(hy * pts_w + hx0, h_count, 1)
+    v_points = _segment_indices(vy0 * pts_w + vx, v_count, pts_w)
+    keep_h, keep_v = _max_independent_chords(h_points, h_count, v_points, v_count, n_points)
+    hy, hx0, hx1 = hy[keep_h], hx0[keep_h], hx1[keep_h]
+    vx, vy0, vy1 = vx[keep_v], vy0[keep_v], vy1[keep_v]
+
+    resolved = np.zeros(full.shape, dtype=bool)
+    resolved[hy, hx0] = True
+    resolved[hy, hx1] = True
+    resolved[vy0, vx] = True
+    resolved[vy1, vx] = True
+    # Every other corner gets one horizontal cut, stopped by the boundary or a chosen vertical
+    # chord. Two such cuts never meet: a pair that could would be a good chord crossing no chosen
+    # chord, contradicting the maximality of the independent set.
+    blocker = stop.copy()
+    blocker.ravel()[_segment_indices(vy0 * pts_w + vx, vy1 - vy0 + 1, pts_w)] = True
+    rest = concave & ~resolved
+    ey, ex = (a.astype(np.int64) for a in np.nonzero(rest & go_east))
+    ex_end = _nearest_true(blocker, ey, ex, axis=1, where="after")
+    wy, wx = (a.astype(np.int64) for a in np.nonzero(rest & ~go_east))
+    wx_end = _nearest_true(blocker, wy, wx, axis=1, where="before")
+    cut_y = np.concatenate([hy, ey, wy])
+    cut_x0 = np.concatenate([hx0, ex, wx_end])
+    cut_x1 = np.concatenate([hx1, ex_end, wx])
+    # hcut[py, px]: the unit edge (px, py)-(px+1, py) is cut; vcut[py, px]: (px, py)-(px, py+1).
+    hcut = np.zeros((n_rows + 1, n_cols), dtype=bool)
+    hcut.ravel()[_segment_indices(cut_y * n_cols + cut_x0, cut_x1 - cut_x0, 1)] = True
+    vcut = np.zeros((n_rows, n_cols + 1), dtype=bool)
+    vcut.ravel()[_segment_indices(vy0 * pts_w + vx, vy1 - vy0, pts_w)] = True
+    return _pieces(cells, bg, hcut, vcut)
+
+
+def _pieces(
+    cells: NDArray[np.integer], bg: np.integer, hcut: _Bool, vcut: _Bool
+) -> NDArray[np.void]:
+    """Read the rectangles off the cut grid and verify they partition the cells exactly."""
+    nonbg = cells != bg
+    # join_r[y, x]: cells (x, y) and (x+1, y) lie in one piece; join_d likewise downwards.
+    join_r = np.zeros(cells.shape, dtype=bool)
+    join_r[:, :-1] = (cells[:, :-1] == cells[:, 1:]) & nonbg[:, :-1] & ~vcut[:, 1:-1]
+    join_d = np.zeros(cells.shape, dtype=bool)
+    join_d[:-1, :] = (cells[:-1, :] == cells[1:, :]) & nonbg[:-1, :] & ~hcut[1:-1, :]
+    top_left = nonbg.copy()
+    top_left[1:, :] &= ~join_d[:-1, :]
+    top_left[:, 1:] &= ~join_r[:, :-1]
+    ry, rx = (a.astype(np.int64) for a in np.nonzero(top_left))
+    # A piece's width is the joined run along its top row, its height the run down its left
+    # column (the last column/row never joins on). _verify rejects non-rectangles.
+    w = _nearest_true(~join_r, ry, rx, axis=1, where="from") - rx + 1
+    h = _nearest_true(~join_d, ry, rx, axis=0, where="from") - ry + 1
+    _verify(nonbg, rx, ry, w, h)
+    return _make_rects(cells[ry, rx].astype(np.int64), rx, ry, w, h)
+
+
+def _verify(nonbg: _Bool, x: _Int, y: _Int, w: _Int, h: _Int) -> None:
+    """Raise ``RuntimeError`` unless the rectangles cover each non-background cell exactly once.
+
+    With every rectangle's top row and left column joined (one value), exact cover also rules
+    out mixed values: the first foreign cell inside a rectangle would start a piece of its own
+    and be covered twice.
+    """
+    n_rows, n_cols = nonbg.shape
+    stride = n_cols + 1
+    top, bottom = y * stride, (y + h) * stride
+    corners = np.concatenate([top + x, top + x + w, bottom + x, bottom + x + w])
+    signs = np.repeat(np.array([1, -1, -1, 1], dtype=np.int32), x.size)
+    # 2-D difference array of the rectangles; its prefix sums count the cover of every cell.
+    cover = np.zeros((n_rows + 1, stride), dtype=np.int32)
+    np.add.at(cover.ravel(), corners, signs)
+    np.cumsum(cover, axis=0, out=cover)
+    np.cumsum(cover, axis=1, out=cover)
+    if not np.array_equal(cover[:n_rows, :n_cols], nonbg):
+        raise RuntimeError("partition(method='exact'): cut pieces are not a rectangle partition")
