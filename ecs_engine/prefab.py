@@ -70,6 +70,10 @@ class Prefab:
                        else "is not a parameter")
                 raise PrefabError(f"prefab {self.name!r}: {label!r} {why}; parameters are "
                                   f"{sorted(k for k in table if '.' not in k)}")
+            try:
+                schema_of(param.ctype).convert(param.spec.name, value)
+            except ValueError as exc:
+                raise PrefabError(f"prefab {self.name!r}: parameter {label!r}: {exc}") from exc
             overrides.setdefault(param.ctype, {})[param.spec.name] = value
         comps: list[ComponentBase] = []
         for comp in self.components:

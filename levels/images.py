@@ -1,0 +1,163 @@
+"""Layer images: safe paths, PNG decoding with a pixel limit, colour lookup tables.
+
+Layer images come from players, so they are untrusted: a path may try to leave the level
+folder, a file may not be a PNG, or a tiny file may claim a huge size (a decompression bomb).
+The size is read from the PNG header and checked before any pixel is decoded.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image, UnidentifiedImageError
+
+from levels.colors import RGBA, pack, pack_image, to_hex, unpack
+from levels.errors import LevelError
+
+__all__ = [
+    "DEFAULT_MAX_PIXELS", "PNG_SIGNATURE", "ColorTable", "png_size", "read_rgba",
+    "resolve_layer_path",
+]
+
+DEFAULT_MAX_PIXELS = 64 * 2**20
+"""Largest image (width * height) a level may use: 64 Mpx is 256 MB as RGBA."""
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def resolve_layer_path(folder: Path, rel: str, lvl: Path, where: str) -> Path:
+    """The real path of a layer file, which must exist and stay inside ``folder``.
+
+    ``rel`` was already checked to be relative without ``..``; this catches symlinks
+    (of the file or of a folder on its way) that point out of the level folder.
+    """
+    path = folder / rel
+    if not os.path.lexists(path):
+        raise LevelError(path, f"missing: {lvl.name} lists it at {where}, but there is no "
+                               f"such file")
+    root = folder.resolve()
+    real = path.resolve()
+    if not real.is_relative_to(root):
+        raise LevelError(path, f"resolves to {real}, outside the level folder {root} "
+                               f"(a symlink?); layer images must live inside the level")
+    if not real.is_file():
+        raise LevelError(path, "is not a file (a folder or a broken link?)")
+    return real
+
+
+def read_rgba(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS,
+              shown: Path | None = None) -> NDArray[np.uint8]:
+    """Decode a PNG to an ``(H, W, 4)`` uint8 RGBA array (row 0 = top of the image).
+
+    ``shown`` is the path used in error messages (the path as the level names it).
+    """
+    name = shown or path
+    width, height = png_size(path, name)
+    if width * height > max_pixels:
+        raise LevelError(name, f"image is {width}x{height} = {width * height} pixels; "
+                               f"the limit is {max_pixels} pixels")
+    try:
+        # formats=("PNG",): never hand a player's file to another format's decoder.
+        with Image.open(path, formats=("PNG",)) as img:
+            if img.size != (width, height):
+                raise LevelError(name, f"corrupt PNG: header says {width}x{height}, pillow "
+                                       f"reads {img.width}x{img.height}")
+            img.load()
+            return _to_rgba(img)
+    except LevelError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise LevelError(name, f"image too large to decode safely: {exc}") from exc
+    except UnidentifiedImageError as exc:
+        raise LevelError(name, "corrupt PNG: pillow cannot identify it") from exc
+    except MemoryError as exc:
+        raise LevelError(name, "out of memory while decoding the image") from exc
+    except Exception as exc:
+        # Truncated data, bad CRCs and broken zlib streams surface as assorted exception types
+        # (OSError, SyntaxError, ValueError, zlib.error, EOFError); all mean "corrupt".
+        raise LevelError(name, f"corrupt PNG: {type(exc).__name__}: {exc}") from exc
+
+
+def png_size(path: Path, shown: Path) -> tuple[int, int]:
+    """``(width, height)`` from the PNG signature and IHDR chunk, reading 24 bytes only."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(24)
+    except OSError as exc:
+        raise LevelError(shown, f"cannot read: {exc.strerror or exc}") from exc
+    if head[:8] != PNG_SIGNATURE:
+        raise LevelError(shown, "not a PNG image (layers must be saved as .png)")
+    if len(head) < 24 or head[12:16] != b"IHDR":
+        raise LevelError(shown, "corrupt PNG: no IHDR header chunk")
+    width, height = struct.unpack(">II", head[16:24])
+    if width == 0 or height == 0:
+        raise LevelError(shown, f"empty image ({width}x{height})")
+    return width, height
+
+
+def _to_rgba(img: Image.Image) -> NDArray[np.uint8]:
+    if img.mode in ("I;16", "I;16B", "I;16L", "I"):
+        # 16-bit grey: pillow's RGBA conversion clips instead of scaling; keep the high byte.
+        grey = (np.asarray(img).astype(np.uint32) >> 8).astype(np.uint8)
+        out = np.empty((*grey.shape, 4), np.uint8)
+        out[..., :3] = grey[..., None]
+        out[..., 3] = 255
+        return out
+    rgba = img if img.mode == "RGBA" else img.convert("RGBA")
+    return np.array(rgba, dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class ColorTable:
+    """Maps packed colours to rule indices ``1..n``; 0 is empty (transparent or background).
+
+    Lookup is one ``np.searchsorted`` over the sorted colour keys: no per-pixel Python.
+    """
+
+    keys: NDArray[np.uint32]
+    values: NDArray[np.int32]
+    empty: NDArray[np.uint32]
+
+    @classmethod
+    def build(cls, colors: Sequence[RGBA], empty: Iterable[RGBA] = ()) -> ColorTable:
+        keys = np.array([pack(c) for c in colors], dtype=np.uint32)
+        order = np.argsort(keys, kind="stable")
+        return cls(keys[order], (order + 1).astype(np.int32),
+                   np.array(sorted(pack(c) for c in empty), dtype=np.uint32))
+
+    def lookup(self, rgba: NDArray[np.uint8], file: Path,
+               what: str) -> NDArray[np.int32]:
+        """Rule index per pixel (``(H, W)`` int32, 0 = empty); unknown colours raise
+        :class:`LevelError` naming the first such pixel (reading order) and its colour."""
+        packed = pack_image(rgba)
+        blank = (packed >> np.uint32(24)) == 0
+        if self.empty.size:
+            blank |= np.isin(packed, self.empty)
+        if self.keys.size == 0:
+            found = np.zeros(packed.shape, dtype=bool)
+            idx = np.zeros(packed.shape, dtype=np.intp)
+        else:
+            idx = np.searchsorted(self.keys, packed)
+            np.minimum(idx, self.keys.size - 1, out=idx)
+            found = self.keys[idx] == packed
+        bad = ~found & ~blank
+        if bad.any():
+            row, col = divmod(int(np.argmax(bad)), packed.shape[1])
+            unknown = np.unique(packed[bad])
+            first = to_hex(unpack(int(packed[row, col])))
+            more = ""
+            if unknown.size > 1:
+                shown = ", ".join(to_hex(unpack(int(v))) for v in unknown[:8])
+                more = (f"; {int(bad.sum())} pixels in {unknown.size} unmapped colours "
+                        f"({shown}{', ...' if unknown.size > 8 else ''})")
+            known = ", ".join(to_hex(unpack(int(k))) for k in self.keys) or "none"
+            raise LevelError(file, f"colour {first} is not mapped to {what} (mapped: "
+                                   f"{known}){more}", where=f"pixel (x={col}, y={row})")
+        out = np.where(found & ~blank, self.values[idx] if self.keys.size else 0, 0)
+        return out.astype(np.int32, copy=False)

@@ -1,0 +1,127 @@
+"""A picture of a planned level for its author: geometry scaled up, every collider rectangle
+outlined, sprites as markers, visual layers dimmed behind."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from levels.loader import GeometryPlan, LevelPlan
+
+__all__ = ["DEFAULT_SCALE", "MAX_SIDE", "picture", "picture_scale"]
+
+DEFAULT_SCALE = 8
+"""Output pixels per world unit for ordinary levels."""
+MAX_SIDE = 4096
+"""The longest side of the picture, in pixels: huge levels get a smaller scale."""
+
+_OUTLINE = np.array([16, 16, 16, 255], np.uint8)
+_NO_BACKGROUND = (48, 48, 56, 255)
+
+
+def _bounds(plan: LevelPlan) -> tuple[float, float, float, float]:
+    """World box ``(left, bottom, right, top)`` of the geometry layers."""
+    w, h = plan.size
+    lefts = [g.spec.offset[0] for g in plan.geometry]
+    bottoms = [g.spec.offset[1] for g in plan.geometry]
+    return min(lefts), min(bottoms), max(lefts) + w, max(bottoms) + h
+
+
+def picture_scale(plan: LevelPlan, scale: int = DEFAULT_SCALE, max_side: int = MAX_SIDE) -> int:
+    """Pixels per world unit: ``scale``, reduced so the longest side fits ``max_side``."""
+    left, bottom, right, top = _bounds(plan)
+    longest = max(right - left, top - bottom)
+    return max(1, min(scale, int(max_side // max(longest, 1))))
+
+
+def picture(plan: LevelPlan, scale: int = DEFAULT_SCALE, max_side: int = MAX_SIDE) -> Image.Image:
+    """The level as an RGBA image, ``picture_scale(...)`` pixels per world unit, y up."""
+    s = picture_scale(plan, scale, max_side)
+    left, bottom, right, top = _bounds(plan)
+    width, height = math.ceil((right - left) * s), math.ceil((top - bottom) * s)
+    bg = plan.level.background or _NO_BACKGROUND
+    canvas = Image.new("RGBA", (width, height), tuple(bg))
+
+    def to_px(x: float, y: float) -> tuple[int, int]:
+        return round((x - left) * s), round((top - y) * s)
+
+    for v in sorted(plan.visuals, key=lambda v: v.z):
+        r = v.rect
+        x0, y0 = to_px(r.left, r.bottom + r.height)
+        size = (max(1, round(r.width * s)), max(1, round(r.height * s)))
+        img = Image.fromarray(v.image).resize(size, Image.Resampling.NEAREST)
+        # Dim the backdrop so outlines stay the loudest thing in the picture.
+        arr = np.array(img)
+        arr[..., :3] = arr[..., :3] // 2 + 64
+        canvas.alpha_composite(Image.fromarray(arr), dest=(x0, y0))
+    for g in plan.geometry:
+        x0, y0 = to_px(g.spec.offset[0], g.spec.offset[1] + plan.size[1])
+        canvas.alpha_composite(Image.fromarray(_geometry_layer(g, s)), dest=(x0, y0))
+    arr = np.array(canvas)
+    for sp in plan.sprites:
+        _markers(arr, (sp.x - left) * s, (top - sp.y) * s, sp.rgba, max(3, s * 3 // 4))
+    return Image.fromarray(arr)
+
+
+def _rect_labels(g: GeometryPlan) -> NDArray[np.int64]:
+    """Rectangle id + 1 per cell (0 = empty): disjoint rectangles make a 2-D prefix sum exact."""
+    h, w = g.grid.shape
+    r = g.rects
+    ids = np.arange(1, r.size + 1, dtype=np.int64)
+    x, y = r["x"].astype(np.int64), r["y"].astype(np.int64)
+    x1, y1 = x + r["w"], y + r["h"]
+    diff = np.zeros((h + 1, w + 1), np.int64)
+    np.add.at(diff, (y, x), ids)
+    np.add.at(diff, (y, x1), -ids)
+    np.add.at(diff, (y1, x), -ids)
+    np.add.at(diff, (y1, x1), ids)
+    return diff.cumsum(0).cumsum(1)[:h, :w]
+
+
+def _geometry_layer(g: GeometryPlan, s: int) -> NDArray[np.uint8]:
+    """One geometry layer at ``s`` px per cell: author colours, rectangle edges dark."""
+    h, w = g.grid.shape
+    colors = np.zeros((len(g.rules) + 1, 4), np.uint8)
+    for i, rule in enumerate(g.rules, start=1):
+        colors[i] = rule.rgba
+        colors[i, 3] = 255
+    img = np.repeat(np.repeat(colors[g.grid], s, axis=0), s, axis=1)
+    label = _rect_labels(g)
+    filled = label > 0
+    pad = np.pad(label, 1)
+    # A cell side is an outline where the neighbouring cell belongs to another rectangle.
+    edges = {
+        "top": filled & (pad[:-2, 1:-1] != label), "bottom": filled & (pad[2:, 1:-1] != label),
+        "left": filled & (pad[1:-1, :-2] != label), "right": filled & (pad[1:-1, 2:] != label),
+    }
+    # A view indexed [row, col, dy, dx]: a (row, col) mask then picks whole cell sides.
+    cells = img.reshape(h, s, w, s, 4).transpose(0, 2, 1, 3, 4)
+    cells[:, :, 0, :][edges["top"]] = _OUTLINE
+    cells[:, :, -1, :][edges["bottom"]] = _OUTLINE
+    cells[:, :, :, 0][edges["left"]] = _OUTLINE
+    cells[:, :, :, -1][edges["right"]] = _OUTLINE
+    return img
+
+
+def _markers(arr: NDArray[np.uint8], px: NDArray[np.float64], py: NDArray[np.float64],
+             rgba: NDArray[np.uint8], size: int) -> None:
+    """Square markers of ``size`` px centred on ``(px, py)`` with a dark rim, clipped."""
+    if px.size == 0:
+        return
+    h, w = arr.shape[:2]
+    half = size // 2
+    d = np.arange(-half - 1, size - half + 1)
+    dy, dx = np.meshgrid(d, d, indexing="ij")
+    rim = (dy == d[0]) | (dy == d[-1]) | (dx == d[0]) | (dx == d[-1])
+    for mask, color in ((rim, None), (~rim, rgba)):
+        ys = np.floor(py)[:, None].astype(np.int64) + dy[mask][None, :]
+        xs = np.floor(px)[:, None].astype(np.int64) + dx[mask][None, :]
+        inside = (ys >= 0) & (ys < h) & (xs >= 0) & (xs < w)
+        if color is None:
+            arr[ys[inside], xs[inside]] = _OUTLINE
+        else:
+            full = np.broadcast_to(color[:, None, :], (*ys.shape, 4))
+            arr[ys[inside], xs[inside]] = full[inside]

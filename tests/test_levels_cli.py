@@ -1,0 +1,82 @@
+"""``python -m levels inspect``: summary text, the picture, exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import levels
+from levels.__main__ import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_inspect_prints_summary_and_writes_picture(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "demo.png"
+    assert main(["inspect", str(levels.shipped_level("demo")), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    for needle in ("'Demo'", "120 x 40", "k = 4", "greedy", "rectangles", "enemy", "coin",
+                   "player start", "loaded in", str(out)):
+        assert needle in text, needle
+    picture = Image.open(out)
+    assert picture.size == (120 * 8, 40 * 8)
+    arr = np.asarray(picture.convert("RGBA"))
+    # Outlines are near-black; the demo's sky and tiles are not.
+    assert (arr[..., :3].max(axis=-1) < 30).sum() > 1000
+
+
+def test_inspect_outlines_every_rectangle(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "t.png"
+    assert main(["inspect", "tutorial", "--method", "exact", "--out", str(out),
+                 "--scale", "4"]) == 0
+    assert "exact" in capsys.readouterr().out
+    arr = np.asarray(Image.open(out).convert("RGBA"))
+    assert arr.shape == (12 * 4, 30 * 4, 4)
+    dark = arr[..., :3].max(axis=-1) < 30
+    # The brick platform (row 6, cols 12-17) is one rectangle: dark rim, coloured inside.
+    top, left, right = 6 * 4, 12 * 4, 18 * 4 - 1
+    assert dark[top, left:right + 1].all() and dark[top:top + 4, left].all()
+    assert dark[top:top + 4, right].all()
+    assert not dark[top + 1:top + 3, left + 1:right].any()
+
+
+def test_inspect_caps_huge_levels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.png"
+    assert main(["inspect", "stress", "--out", str(out), "--max-side", "1024"]) == 0
+    assert Image.open(out).size == (1024, 1024)
+    assert "1 px per world unit" in capsys.readouterr().out
+
+
+def test_inspect_bad_input_exit_code_2(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "missing" in err
+    (tmp_path / "level.lvl").write_text("{ nope")
+    assert main(["inspect", str(tmp_path)]) == 2
+    assert "line 1:3" in capsys.readouterr().err
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    assert all(name in text for name in ("demo", "stress", "thesis_example", "tutorial"))
+
+
+def test_module_entry_point(tmp_path: Path) -> None:
+    out = tmp_path / "thesis.png"
+    ok = subprocess.run([sys.executable, "-m", "levels", "inspect", "thesis_example",
+                         "--out", str(out)], cwd=REPO, capture_output=True, text=True,
+                        timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert "format version 0" in ok.stdout and Image.open(out).size == (80 * 8, 15 * 8)
+    bad = subprocess.run([sys.executable, "-m", "levels", "inspect", str(tmp_path / "nope")],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "error:" in bad.stderr and "nope" in bad.stderr
