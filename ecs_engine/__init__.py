@@ -4,8 +4,10 @@ from ecs_engine.component import ComponentSchema, FieldSpec, component, field, s
 from ecs_engine.entity import NULL, Entity, key_generation, key_slot, make_key
 from ecs_engine.group import Group
 from ecs_engine.history import History
+from ecs_engine.migrate import SchemaChangeWarning
 from ecs_engine.prefab import Param, Prefab, PrefabError, PrefabRegistry
 from ecs_engine.query import Query
+from ecs_engine.record import Record
 from ecs_engine.savefile import SaveFileError
 from ecs_engine.snapshot import RestoreEvent, Snapshot, StoreSnapshot
 from ecs_engine.storage import ComponentStore
@@ -26,8 +28,10 @@ __all__ = [
     "PrefabError",
     "PrefabRegistry",
     "Query",
+    "Record",
     "RestoreEvent",
     "SaveFileError",
+    "SchemaChangeWarning",
     "Snapshot",
     "StoreSnapshot",
     "System",

@@ -124,6 +124,12 @@ class ComponentSchema:
                 what = "entity key" if spec.is_entity else str(spec.dtype)
                 raise ValueError(f"{where}: value {lo if lo < info.min else hi} out of range for "
                                  f"{what} [{info.min}, {info.max}]")
+        if spec.dtype.kind == "f" and arr.dtype.kind == "f" and arr.size and (
+            arr.dtype.itemsize > spec.dtype.itemsize
+        ):
+            biggest = np.max(np.abs(arr))
+            if np.isfinite(biggest) and biggest > np.finfo(spec.dtype).max:
+                raise ValueError(f"{where}: value {biggest} overflows {spec.dtype}")
         if spec.dtype.kind == "b" and arr.dtype.kind != "b":
             if not np.all((arr == 0) | (arr == 1)):
                 raise ValueError(f"{where}: bool field needs True/False, got {value!r}")
@@ -291,6 +297,14 @@ def schema_of(ctype: Any) -> ComponentSchema:
 
 def is_component_type(obj: Any) -> bool:
     return isinstance(getattr(obj, SCHEMA_ATTR, None), ComponentSchema)
+
+
+def detached(comp: ComponentBase) -> ComponentBase:
+    """A copy of a component instance that no longer shares the caller's arrays."""
+    twin = object.__new__(type(comp))
+    twin._values = {k: v.copy() for k, v in comp._values.items()}
+    twin._batch = comp._batch
+    return twin
 
 
 def component_values(comp: Any) -> tuple[type, Mapping[str, np.ndarray], int | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -11,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ecs_engine.component import ComponentBase, component_values, schema_of
+from ecs_engine.component import ComponentBase, component_values, detached, schema_of
 from ecs_engine.entity import KEY_DTYPE, Entity, as_keys, key_slot, key_str
 from ecs_engine.group import Group
 from ecs_engine.query import Query
+from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap
 from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
 from ecs_engine.storage import ComponentStore, key_slots
@@ -103,8 +105,8 @@ class World:
     # -- validation ---------------------------------------------------------------------
     def _check_alive(self, key: int, op: str) -> int:
         try:
-            key = int(key)
-        except (TypeError, ValueError):
+            key = operator.index(key)  # rejects floats, which int() would truncate
+        except TypeError:
             raise TypeError(f"{op}: {key!r} is not an entity key") from None
         if not self._slots.is_alive(key):
             raise KeyError(f"{op}: {self._slots.why_dead(key)}")
@@ -157,6 +159,7 @@ class World:
             raise ValueError(f"spawn: got a batch of {count}; use spawn_batch for batches")
         for comp in comps:  # create stores now so a bad type fails before allocating
             self._store(type(comp))
+        comps = self._snapshot_values(comps)
         keys, first = self._allocate(1)
         self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
         return Entity(int(keys[0]))
@@ -174,6 +177,7 @@ class World:
             raise ValueError(f"spawn_batch: count must be >= 0, got {n}")
         for comp in comps:
             self._store(type(comp))
+        comps = self._snapshot_values(comps)
         keys, first = self._allocate(n)
         self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
         keys.flags.writeable = False  # the caller's copy; stores hold their own
@@ -202,7 +206,8 @@ class World:
             raise ValueError(f"add: got a batch of {count}; use add_batch")
         self._store(ctype)
         keys = np.array([key], KEY_DTYPE)
-        self._run_or_defer(lambda: self._attach(keys, [comp]))
+        comps = self._snapshot_values([comp])
+        self._run_or_defer(lambda: self._attach(keys, comps))
 
     def add_batch(self, keys: Any, comp: Any) -> None:
         """Attach (or replace) one component type on many entities."""
@@ -211,7 +216,8 @@ class World:
         if count is not None and count != len(arr):
             raise ValueError(f"add_batch: {len(arr)} keys but a batch of {count}")
         self._store(ctype)
-        self._run_or_defer(lambda: self._attach(arr, [comp]))
+        comps = self._snapshot_values([comp])
+        self._run_or_defer(lambda: self._attach(arr, comps))
 
     def remove(self, entity: int, ctype: type) -> None:
         """Detach a component. ``KeyError`` if the entity is not alive or lacks it."""
@@ -246,6 +252,10 @@ class World:
             run()
         else:
             self._deferred.append(run)
+
+    def _snapshot_values(self, comps: list[Any]) -> list[Any]:
+        """Deferred ops must apply the values as they were at the call, not at the flush."""
+        return [detached(c) for c in comps] if self._deferring else comps
 
     def _run_or_defer(self, op: Callable[[], None]) -> None:
         if self._deferring:
@@ -317,17 +327,15 @@ class World:
             return False
         return self.is_alive(entity) and bool(store.contains(key_slot(entity)))
 
-    def get(self, entity: int, ctype: type) -> np.void:
-        """The entity's component as a record (``rec["x"]``); writes go to the store.
-
-        The record is a view: it stays valid until the next structural change.
-        """
+    def get(self, entity: int, ctype: type) -> Record:
+        """The entity's component as a :class:`Record`: ``rec["x"]`` reads the store,
+        ``rec["x"] = 5`` writes it (found by key on every access, so it never goes stale
+        silently). For many entities, use a query."""
         key = self._check_alive(entity, "get")
         store = self._stores.get(ctype)
         if store is None or not store.contains(key_slot(key)):
             raise KeyError(f"get: {key_str(key)} has no {schema_of(ctype).name}")
-        store.touch()
-        return store.data[int(store.sparse[key_slot(key)])]
+        return Record(store, key)
 
     def components_of(self, entity: int) -> tuple[type, ...]:
         """The component types an entity has."""
@@ -345,7 +353,10 @@ class World:
     def count(self, ctype: type) -> int:
         """How many entities have a component of this type."""
         store = self._stores.get(ctype)
-        return store.n if store is not None else 0
+        if store is None:
+            schema_of(ctype)  # TypeError for a non-component
+            return 0
+        return store.n
 
     # -- queries ------------------------------------------------------------------------
     def query(self, *types: type, without: Iterable[type] = (),
@@ -355,8 +366,8 @@ class World:
 
     def group(self, *types: type) -> Group:
         """Create an owning group so queries over exactly these types get aligned views."""
-        if len(types) < 2:
-            raise ValueError("a group needs at least two component types")
+        if len(types) < 2 or len(set(types)) != len(types):
+            raise ValueError("a group needs at least two different component types")
         if self._deferring:
             raise RuntimeError("cannot create a group while a query is open")
         stores = [self._store(t) for t in types]

@@ -1,0 +1,110 @@
+"""Record: one entity's component, read and written through the store by key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ecs_engine.entity import key_slot, key_str
+
+if TYPE_CHECKING:
+    from ecs_engine.storage import ComponentStore
+
+
+class Record:
+    """``world.get(e, T)``: ``rec["x"]`` reads, ``rec["x"] = 5`` writes the live store.
+
+    Every access finds the entity's row again, so a record stays correct when rows move
+    (swap-removes, groups, restores) and raises ``KeyError`` once the entity or its
+    component is gone, instead of silently touching another entity's row.
+    """
+
+    __slots__ = ("_store", "_key")
+
+    def __init__(self, store: ComponentStore, key: int) -> None:
+        self._store = store
+        self._key = key
+
+    def _row(self) -> int:
+        store = self._store
+        slot = key_slot(self._key)
+        row = int(store.sparse[slot]) if slot < len(store.sparse) else -1
+        if row < 0 or int(store.entities[row]) != self._key:
+            raise KeyError(f"{key_str(self._key)} no longer has {store.schema.name}")
+        return row
+
+    def __getitem__(self, name: str) -> Any:
+        self._check_field(name)
+        value = self._store.data[name][self._row()]
+        if isinstance(value, np.ndarray):
+            # A subarray field: a writable view (``rec["kinds"][2] = 7`` works), valid
+            # until rows next move; handing it out counts as a write.
+            self._store.touch()
+        return value
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._check_field(name)
+        arr, count = self._store.schema.convert(name, value)
+        if count is not None:
+            raise ValueError(f"{self._store.schema.name}.{name}: one value expected, got a "
+                             f"batch of {count}")
+        row = self._row()
+        self._store.data[name][row] = arr
+        self._store.touch()
+
+    def _check_field(self, name: str) -> None:
+        if name not in self._store.schema.field_names:
+            raise KeyError(f"{self._store.schema.name} has no field {name!r}; fields are "
+                           f"{list(self._store.schema.field_names)}")
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The component's structured dtype."""
+        return self._store.schema.dtype
+
+    def keys(self) -> tuple[str, ...]:
+        return self._store.schema.field_names
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.item())
+
+    def __len__(self) -> int:
+        return len(self._store.schema.fields)
+
+    def item(self) -> tuple[Any, ...]:
+        """The values as a tuple of Python objects (a copy)."""
+        return self._store.data[self._row()].item()
+
+    def tolist(self) -> Any:
+        """Like ``np.void.tolist``: the values as a tuple."""
+        return self._store.data[self._row()].tolist()
+
+    def as_dict(self) -> dict[str, Any]:
+        """Field name -> value (a copy; subarrays as lists)."""
+        row = self._store.data[self._row()]
+        return {n: row[n].tolist() for n in self.keys()}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Record):
+            other = other.item()
+        if isinstance(other, np.void):
+            other = other.item()
+        if isinstance(other, tuple):
+            mine = self._store.data[self._row() : self._row() + 1]
+            try:
+                theirs = np.array([other], self._store.schema.dtype)
+            except (TypeError, ValueError):
+                return False
+            return bool(mine.tobytes() == theirs.tobytes())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable view
+
+    def __repr__(self) -> str:
+        try:
+            inner = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
+        except KeyError as exc:
+            return f"<{self._store.schema.name} record: {exc.args[0]}>"
+        return f"{self._store.schema.name}({inner})"
