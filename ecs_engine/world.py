@@ -17,7 +17,7 @@ from ecs_engine.entity import KEY_DTYPE, Entity, as_keys, key_slot, key_str
 from ecs_engine.group import Group
 from ecs_engine.query import Query
 from ecs_engine.record import Record
-from ecs_engine.slotmap import SlotMap
+from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
 from ecs_engine.storage import ComponentStore, key_slots
 
@@ -349,6 +349,10 @@ class World:
 
     def __len__(self) -> int:
         return self._slots.n_alive
+
+    def slot_table(self) -> SlotTable:
+        """A copy of the allocator state (generations, alive flags, free-list order)."""
+        return self._slots.table()
 
     def count(self, ctype: type) -> int:
         """How many entities have a component of this type."""

@@ -30,17 +30,20 @@ def _resolve_axis(grid: StaticGrid, lo: np.ndarray, hi: np.ndarray, other_lo: np
         return applied, side
     forward = move[qi] > 0
     backward = move[qi] < 0
-    # Only boxes we were clear of before moving can stop us (we never pull into a box).
-    ahead = forward & (box_lo >= hi[qi] - SKIN)
-    behind = backward & (box_hi <= lo[qi] + SKIN)
+    # A box stops us if its near face is beyond our centre: boxes we were clear of, and
+    # boxes we sink into by less than half our size (a body spawned or restored slightly
+    # inside the floor is pushed out instead of falling through).
+    centre = (lo + hi)[qi] * 0.5
+    ahead = forward & (box_lo >= centre)
+    behind = backward & (box_hi <= centre)
     limit_fwd = np.full(len(lo), np.inf, np.float64)
     np.minimum.at(limit_fwd, qi[ahead], (box_lo[ahead] - hi[qi[ahead]] - SKIN))
     limit_back = np.full(len(lo), -np.inf, np.float64)
     np.maximum.at(limit_back, qi[behind], (box_hi[behind] - lo[qi[behind]] + SKIN))
     stop_fwd = np.isfinite(limit_fwd) & (move > limit_fwd)
     stop_back = np.isfinite(limit_back) & (move < limit_back)
-    applied[stop_fwd] = np.maximum(limit_fwd[stop_fwd], 0)
-    applied[stop_back] = np.minimum(limit_back[stop_back], 0)
+    applied[stop_fwd] = limit_fwd[stop_fwd]
+    applied[stop_back] = limit_back[stop_back]
     side[stop_fwd] = 1
     side[stop_back] = -1
     return applied, side

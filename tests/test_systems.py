@@ -242,3 +242,13 @@ def test_systems_run_in_any_world_without_the_demo() -> None:
         assert np.allclose(q[Position]["y"], 1.25, atol=0.01)
     assert world.count(Solid) == 1
     assert world.count(Enemy) == world.count(Pickup) == world.count(Player) == 0
+
+
+def test_body_spawned_sunk_into_the_floor_is_pushed_out() -> None:
+    world = World()
+    level(world, [(0, 0, 10, 3)])  # floor top at y=3
+    tall = world.spawn(Position(x=5, y=3.5), Velocity(), Collider(w=0.8, h=1.6), Gravity(),
+                       Grounded())  # bottom at 2.7: 0.3 inside the floor
+    run(world, [gravity, collide], 30)
+    assert abs(float(world.get(tall, Position)["y"]) - 3.8) < 0.01
+    assert world.get(tall, Grounded)["on_ground"]

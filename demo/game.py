@@ -1,0 +1,499 @@
+"""The demo's game logic, free of arcade so tests can drive it without a GL context.
+
+A :class:`Game` owns one :class:`~ecs_engine.World` loaded from a level, runs the stock
+platformer systems on a fixed 60 Hz timestep, and performs the player's actions: quicksave
+and quickload into four in-memory slots, save/load a file, and rewind through a
+:class:`~ecs_engine.History` (one snapshot recorded per tick, one restored per frame).
+
+Actions are named by strings (:data:`HOLD_ACTIONS`, :data:`TRIGGER_ACTIONS`); the window's key
+map and the headless input scripts use the same names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from components import (
+    Ammo,
+    Bouncer,
+    Collider,
+    Color,
+    Enemy,
+    Gravity,
+    Grounded,
+    Health,
+    Layer,
+    Lifetime,
+    Patrol,
+    Pickup,
+    Player,
+    Position,
+    Projectile,
+    Score,
+    Solid,
+    Spawner,
+    Tile,
+    Velocity,
+    stock_prefabs,
+)
+from ecs_engine import History, SaveFileError, Snapshot, World, schema_of
+from levels import LevelSummary, load_level, shipped_level
+from systems import add_platformer_systems, camera_follow, static_grid
+
+__all__ = [
+    "ACTIONS",
+    "DT",
+    "HOLD_ACTIONS",
+    "INPUT_ACTIONS",
+    "SLOTS",
+    "TICK_RATE",
+    "TRIGGER_ACTIONS",
+    "Game",
+    "add_stress_bodies",
+    "default_zoom",
+    "fall_out",
+    "level_bounds",
+    "Timing",
+    "resolve_level",
+    "state_hash",
+]
+
+TICK_RATE = 60  # simulation ticks per second
+DT = 1.0 / TICK_RATE  # seconds per tick
+MAX_TICKS_PER_FRAME = 5  # a slow frame runs at most this many ticks, then drops the backlog
+SLOTS = 4
+INPUT_ACTIONS = ("left", "right", "jump", "shoot")  # copied into world.resources["input"]
+HOLD_ACTIONS = (*INPUT_ACTIONS, "rewind")
+TRIGGER_ACTIONS = ("quicksave", "quickload", "save_file", "load_file",
+                   *(f"slot{i}" for i in range(1, SLOTS + 1)))
+ACTIONS = (*HOLD_ACTIONS, *TRIGGER_ACTIONS)
+KILL_DEPTH = 10.0  # world units below y = 0 where fallen bodies respawn or despawn
+DEFAULT_HISTORY_BYTES = 256 * 1024 * 1024
+DEFAULT_SAVE_DIR = Path("saves")
+VIEW_HEIGHT_UNITS = 30.0  # world units visible vertically at the default zoom
+
+ALL_COMPONENTS = (Ammo, Bouncer, Collider, Color, Enemy, Gravity, Grounded, Health, Layer,
+                  Lifetime, Patrol, Pickup, Player, Position, Projectile, Score, Solid, Spawner,
+                  Tile, Velocity)
+
+
+# ----------------------------------------------------------------------------------------
+# state hash
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-ready copy: numpy scalars/arrays become Python values (floats keep repr)."""
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _canonical(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def state_hash(world: World) -> str:
+    """A hex digest of the whole game state: every live column ordered by entity key, the
+    slot table (generations, alive flags, free-list order), resources, tick and rng state.
+
+    Independent of store row order and of process (no ``id``/``hash()``), so two runs of the
+    same inputs, or a save and its load, give the same string.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    stores = sorted(((schema_of(t).name, world.store(t)) for t in world.component_types),
+                    key=lambda item: item[0])
+    for name, store in stores:
+        n = store.n
+        if n == 0:  # an empty store and a missing one are the same state
+            continue
+        keys = store.entities[:n]
+        order = np.argsort(keys, kind="stable")
+        h.update(f"component {name} {n}\n".encode())
+        h.update(np.ascontiguousarray(keys[order]).astype("<u8").tobytes())
+        data = store.data[:n]
+        for field in data.dtype.names or ():
+            col = data[field][order]
+            # Per field, never the raw record: padding bytes would make equal states differ.
+            h.update(f"{field} {col.dtype.str} {col.shape[1:]}\n".encode())
+            h.update(np.ascontiguousarray(col).tobytes())
+    # The allocator is engine-private; its state decides every future key, so hash it too.
+    table = world.slot_table()
+    h.update(b"slots\n")
+    h.update(table.generations.astype("<u4").tobytes())
+    h.update(table.alive.astype(np.uint8).tobytes())
+    h.update(table.free.astype("<i8").tobytes())
+    h.update(json.dumps(_canonical(world.resources), sort_keys=True).encode())
+    h.update(json.dumps(_canonical(world.rng.bit_generator.state), sort_keys=True).encode())
+    h.update(f"tick {world.tick}".encode())
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------
+# level setup
+
+
+def resolve_level(level: str | os.PathLike[str]) -> Path:
+    """A level folder (or ``.lvl``) path, or a shipped level's name, as a path.
+
+    A folder holding ``level.lvl`` wins over a shipped level of the same name (``demo`` is
+    also this package's folder, which is not a level). ``KeyError`` (naming the shipped
+    levels) if it is neither.
+    """
+    path = Path(level)
+    if path.is_file() or (path / "level.lvl").is_file():
+        return path
+    try:
+        return shipped_level(str(level))
+    except KeyError:
+        if path.exists():  # let the loader say what is wrong with the folder
+            return path
+        raise
+
+
+def fall_out(world: World, dt: float) -> None:
+    """Bodies that fell out of the level: the player respawns at the start, bouncers drop
+    back in from the top at a random x, everything else despawns."""
+    del dt
+    with world.query(Position, readonly=(Position,)) as q:
+        if not (q[Position]["y"] < -KILL_DEPTH).any():
+            return  # the common case touches (and so versions) nothing
+    start = world.resources.get("player_start") or [1.0, 1.0]
+    width, height = world.resources.get("level_size") or [2, 0]
+    with world.query(Player, Position, Velocity, readonly=(Player,)) as q:
+        pos, vel = q[Position], q[Velocity]
+        fell = pos["y"] < -KILL_DEPTH
+        pos["x"][fell], pos["y"][fell] = start[0], start[1]
+        vel["x"][fell], vel["y"][fell] = 0.0, 0.0
+    with world.query(Bouncer, Position, Velocity, readonly=(Bouncer,)) as q:
+        pos, vel = q[Position], q[Velocity]
+        fell = pos["y"] < -KILL_DEPTH
+        n = int(fell.sum())
+        if n:
+            pos["x"][fell] = world.rng.uniform(1.0, max(2.0, float(width) - 1.0), n)
+            pos["y"][fell] = float(height) + 2.0
+            vel["x"][fell], vel["y"][fell] = 0.0, 0.0
+    with world.query(Position, without=(Player, Bouncer), readonly=(Position,)) as q:
+        gone = q.entities[q[Position]["y"] < -KILL_DEPTH].copy()
+    if len(gone):
+        world.despawn_batch(gone)
+
+
+def level_bounds(world: World, summary: LevelSummary) -> tuple[float, float, float, float]:
+    """(left, bottom, right, top) in world units around the level's solids and visuals."""
+    grid = static_grid(world)
+    boxes = [(float(v.rect[0]), float(v.rect[1]), float(v.rect[0] + v.rect[2]),
+              float(v.rect[1] + v.rect[3])) for v in summary.visuals]
+    if len(grid.left):
+        boxes.append((float(grid.left.min()), float(grid.bottom.min()),
+                      float(grid.right.max()), float(grid.top.max())))
+    if not boxes:
+        w, h = summary.size
+        return 0.0, 0.0, float(w), float(h)
+    arr = np.array(boxes)
+    return (float(arr[:, 0].min()), float(arr[:, 1].min()), float(arr[:, 2].max()),
+            float(arr[:, 3].max()))
+
+
+def add_stress_bodies(world: World, count: int, level_size: tuple[int, int],
+                      size: float = 0.3) -> np.ndarray:
+    """Spawn ``count`` bouncing boxes (``size`` world units) at random free spots of the
+    level; returns their keys. Uses ``world.rng``, so it is reproducible from the seed."""
+    if count <= 0:
+        return np.zeros(0, np.uint64)
+    width, height = level_size
+    grid = static_grid(world)
+    rng = world.rng
+    x = rng.uniform(1.0, width - 1.0, count)
+    y = rng.uniform(1.0, height - 1.0, count)
+    half = size / 2
+    for _ in range(32):  # resample the ones that start inside a wall
+        bad = grid.overlaps(x - half, y - half, x + half, y + half)
+        if not bad.any():
+            break
+        nb = int(bad.sum())
+        x[bad] = rng.uniform(1.0, width - 1.0, nb)
+        y[bad] = rng.uniform(1.0, height - 1.0, nb)
+    rgba = rng.integers(40, 256, (count, 4), dtype=np.uint8)
+    rgba[:, 3] = 255
+    return world.spawn_batch(
+        Position(x=x, y=y), Velocity(x=rng.uniform(-8.0, 8.0, count), y=np.zeros(count)),
+        Collider(w=size, h=size), Gravity(), Grounded(), Bouncer(), Color(rgba=rgba),
+        Layer(z=1), count=count)
+
+
+def default_zoom(height_px: int) -> float:
+    """Pixels per world unit that show :data:`VIEW_HEIGHT_UNITS` units vertically."""
+    return max(1.0, height_px / VIEW_HEIGHT_UNITS)
+
+
+# ----------------------------------------------------------------------------------------
+# the game
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One measured snapshot or restore: wall time in microseconds, bytes of state."""
+
+    what: str
+    us: float
+    nbytes: int
+
+
+class Game:
+    """A level in a world, the fixed-step loop and the player's actions.
+
+    ``level``: a shipped level name or a folder. ``seed`` seeds ``world.rng``. ``stress``
+    adds that many bouncing bodies. ``history_seconds`` of ticks are kept for rewind (fewer
+    if they would exceed ``history_bytes``). Save files go to ``save_dir``/slot<N>.sav.
+    """
+
+    def __init__(
+        self,
+        level: str | os.PathLike[str] = "demo",
+        *,
+        seed: int = 0,
+        stress: int = 0,
+        save_dir: str | os.PathLike[str] = DEFAULT_SAVE_DIR,
+        history_seconds: float = 10.0,
+        history_bytes: int | None = DEFAULT_HISTORY_BYTES,
+        method: Literal["greedy", "exact"] = "greedy",
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.level_path = resolve_level(level)
+        self.save_dir = Path(save_dir)
+        self._clock = clock
+        self.prefabs = stock_prefabs()
+        self.world = World(seed=seed)
+        # Every type known by name up front: a save file may hold stores (projectiles,
+        # bouncers) this world has not created yet.
+        self.world.register(*ALL_COMPONENTS)
+        self.summary: LevelSummary = load_level(self.world, self.level_path, self.prefabs,
+                                                method)
+        w, h = self.summary.size
+        start = self.summary.player_start or (w / 2, h / 2)
+        res = self.world.resources
+        res["player_start"] = [float(start[0]), float(start[1])]
+        res["camera"] = {"x": float(start[0]), "y": float(start[1])}
+        res["input"] = dict.fromkeys(INPUT_ACTIONS, False)
+        res["level_size"] = [int(w), int(h)]
+        add_platformer_systems(self.world)
+        self.world.add_system(fall_out, before=camera_follow)
+        self.bounds = level_bounds(self.world, self.summary)
+        self.stress = add_stress_bodies(self.world, stress, (w, h)).size
+        self.history = History(capacity=max(1, round(history_seconds * TICK_RATE)),
+                               max_bytes=history_bytes)
+        self.slots: dict[int, Snapshot] = {}
+        self.slot = 1
+        self.held: set[str] = set()
+        self.message = f"level {self.summary.name!r}: {len(self.world)} entities"
+        self.last_snapshot: Timing | None = None  # any snapshot, mostly the per-tick one
+        self.last_save: Timing | None = None  # the last quicksave or save file
+        self.last_restore: Timing | None = None
+        self.tick_ms: deque[float] = deque(maxlen=600)  # wall time of recent ticks
+        self._accumulator = 0.0  # seconds of simulation owed to real time
+        self._record()  # the start is a rewind target too
+
+    # -- input -------------------------------------------------------------------------
+    def press(self, action: str) -> None:
+        """Start holding a hold action, or perform a trigger action now."""
+        if action in HOLD_ACTIONS:
+            self.held.add(action)
+        elif action in TRIGGER_ACTIONS:
+            self.trigger(action)
+        else:
+            raise ValueError(f"unknown action {action!r}; actions are {list(ACTIONS)}")
+
+    def release(self, action: str) -> None:
+        """Stop holding an action (releasing a trigger action does nothing)."""
+        if action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r}; actions are {list(ACTIONS)}")
+        self.held.discard(action)
+
+    def trigger(self, action: str) -> None:
+        """Perform a one-shot action by name."""
+        if action.startswith("slot") and action[4:].isdigit():
+            self.select_slot(int(action[4:]))
+        elif action == "quicksave":
+            self.quicksave()
+        elif action == "quickload":
+            self.quickload()
+        elif action == "save_file":
+            self.save_file()
+        elif action == "load_file":
+            self.load_file()
+        else:
+            raise ValueError(f"{action!r} is not a trigger action; they are "
+                             f"{list(TRIGGER_ACTIONS)}")
+
+    @property
+    def rewinding(self) -> bool:
+        return "rewind" in self.held
+
+    # -- time --------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Run exactly one simulation tick (``DT`` seconds) with the held input, then
+        record it in the history."""
+        self.world.resources["input"] = {k: k in self.held for k in INPUT_ACTIONS}
+        start = self._clock()
+        self.world.step(DT)
+        self.tick_ms.append((self._clock() - start) * 1000.0)
+        self._record()
+
+    def step_frame(self) -> None:
+        """One deterministic frame (headless): a rewind step while "rewind" is held,
+        else exactly one tick."""
+        if self.rewinding:
+            self.rewind_step()
+        else:
+            self.tick()
+
+    def advance(self, seconds: float) -> int:
+        """One real-time frame of ``seconds``: while rewinding, step back one snapshot;
+        else run the ticks real time owes (fixed ``DT``). Returns ticks run."""
+        if self.rewinding:
+            self._accumulator = 0.0
+            self.rewind_step()
+            return 0
+        self._accumulator += max(0.0, seconds)
+        ticks = 0
+        while self._accumulator >= DT and ticks < MAX_TICKS_PER_FRAME:
+            self.tick()
+            self._accumulator -= DT
+            ticks += 1
+        if ticks == MAX_TICKS_PER_FRAME:
+            # Too slow to keep up: drop the backlog rather than spiral into longer frames.
+            self._accumulator = min(self._accumulator, DT)
+        return ticks
+
+    def _record(self, timed: bool = True) -> None:
+        start = self._clock()
+        snap = self.history.record(self.world)
+        if timed:
+            self.last_snapshot = Timing("history", (self._clock() - start) * 1e6, snap.nbytes)
+
+    def _restore(self, snap: Snapshot, what: str, source: str = "memory") -> Timing:
+        """Restore ``snap`` (timed); ``SaveFileError`` leaves the world unchanged."""
+        start = self._clock()
+        self.world.restore(snap, source=source)
+        timing = Timing(what, (self._clock() - start) * 1e6, snap.nbytes)
+        self.last_restore = timing
+        return timing
+
+    # -- actions -----------------------------------------------------------------------
+    def select_slot(self, slot: int) -> None:
+        if not 1 <= slot <= SLOTS:
+            raise ValueError(f"slot must be 1..{SLOTS}, got {slot}")
+        self.slot = slot
+        state = "empty" if slot not in self.slots else f"tick {self.slots[slot].tick}"
+        self.message = f"slot {slot} ({state})"
+
+    def quicksave(self) -> Snapshot:
+        """Snapshot the world into the current slot (in memory)."""
+        start = self._clock()
+        snap = self.world.snapshot()
+        self.last_snapshot = self.last_save = Timing("quicksave", (self._clock() - start) * 1e6,
+                                                     snap.nbytes)
+        self.slots[self.slot] = snap
+        self.message = f"saved slot {self.slot}"
+        return snap
+
+    def quickload(self) -> bool:
+        """Restore the current slot; False (and a message) if it is empty or does not fit."""
+        snap = self.slots.get(self.slot)
+        if snap is None:
+            self.message = f"slot {self.slot} is empty"
+            return False
+        try:
+            self._restore(snap, "quickload")
+        except SaveFileError as exc:
+            self.message = f"load failed: {exc}"
+            return False
+        self.message = f"loaded slot {self.slot}"
+        # The loaded frame is on screen now: rewinding from here goes back to what was
+        # shown before the load, one frame at a time.
+        self._record()
+        return True
+
+    def save_path(self, slot: int | None = None) -> Path:
+        """The save file of a slot (default: the current one)."""
+        return self.save_dir / f"slot{slot or self.slot}.sav"
+
+    def save_file(self, path: str | os.PathLike[str] | None = None) -> bool:
+        """Write the world to a save file (atomic); False and a message on failure."""
+        target = Path(path) if path is not None else self.save_path()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            start = self._clock()
+            snap = self.world.save(target)
+        except (OSError, SaveFileError) as exc:
+            self.message = f"save failed: {exc}"
+            return False
+        self.last_snapshot = self.last_save = Timing("save file", (self._clock() - start) * 1e6,
+                                                     snap.nbytes)
+        self.message = f"saved {target}"
+        return True
+
+    def load_file(self, path: str | os.PathLike[str] | None = None) -> bool:
+        """Load a save file; on any problem the world is unchanged and the message says
+        why (``load failed: ...``). Returns True on success."""
+        target = Path(path) if path is not None else self.save_path()
+        try:
+            snap = Snapshot.load(target)
+            self._restore(snap, "load file", source="file")
+        except SaveFileError as exc:
+            self.message = f"load failed: {exc}"
+            return False
+        except OSError as exc:
+            self.message = f"load failed: {exc.strerror or exc}: {target}"
+            return False
+        self.message = f"loaded {target}"
+        self._record()
+        return True
+
+    def rewind_step(self) -> bool:
+        """Go back one recorded tick; False when only the oldest state is left."""
+        if len(self.history) <= 1:
+            self.message = "rewind: oldest recorded state reached"
+            return False
+        start = self._clock()
+        snap = self.history.rewind(self.world)
+        if snap is None:
+            return False
+        self.last_restore = Timing("rewind", (self._clock() - start) * 1e6, snap.nbytes)
+        self.message = f"rewinding: tick {self.world.tick}"
+        # History.rewind forgets the state it restored; keep it (sharing every array, so
+        # nearly free) so the history always ends with what is on screen: the next step
+        # goes exactly one further back, and playing on never skips this state.
+        self._record(timed=False)
+        return True
+
+    # -- read-outs ---------------------------------------------------------------------
+    @property
+    def mean_tick_ms(self) -> float:
+        return float(np.mean(self.tick_ms)) if self.tick_ms else 0.0
+
+    @property
+    def median_tick_ms(self) -> float:
+        return float(np.median(self.tick_ms)) if self.tick_ms else 0.0
+
+    def player_position(self) -> tuple[float, float] | None:
+        """The first player's centre in world units, or None."""
+        with self.world.query(Player, Position, readonly=(Player, Position)) as q:
+            if len(q) == 0:
+                return None
+            return float(q[Position]["x"][0]), float(q[Position]["y"][0])
+
+    def state_hash(self) -> str:
+        return state_hash(self.world)

@@ -1,0 +1,585 @@
+"""The demo: game logic without GL (saves, slots, rewind, save files, state hash), then
+headless end-to-end runs with pixel checks (in process and as ``python -m demo``)."""
+
+from __future__ import annotations
+
+import os
+
+# Must precede the first arcade import anywhere in this process (see test_render_gl).
+os.environ["ARCADE_HEADLESS"] = "1"
+os.environ.setdefault("ARCADE_SOUND_BACKENDS", "silent")
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from components import Bouncer, Collider, Color, Player, Position, Solid
+from components.prefabs import PLAYER_RGBA
+from demo import Game, state_hash
+from demo.game import DT, MAX_TICKS_PER_FRAME, default_zoom
+from demo.headless import ScriptError, load_script, parse_script, run_headless
+from ecs_engine import World
+from systems import static_grid
+from systems.render_gl import make_window, read_pixels
+from systems.render_world import Viewport, camera_center
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TOUR = REPO_ROOT / "demo" / "scripts" / "tour.json"
+SIZE = (480, 270)  # small: llvmpipe fills pixels in software
+
+
+def play(game: Game, frames: int) -> list[str]:
+    """Run ``frames`` headless frames; the state hash after each."""
+    out = []
+    for _ in range(frames):
+        game.step_frame()
+        out.append(game.state_hash())
+    return out
+
+
+@pytest.fixture
+def game(tmp_path: Path) -> Game:
+    g = Game(seed=0, save_dir=tmp_path / "saves")
+    g.press("right")
+    g.press("shoot")
+    return g
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+# ----------------------------------------------------------------------------------------
+# state hash
+
+
+def test_state_hash_ignores_row_order_but_sees_values_keys_and_resources() -> None:
+    def two_boxes() -> tuple[World, list[int]]:
+        w = World(seed=1)
+        keys = [w.spawn(Position(x=float(i), y=0.0), Collider()) for i in range(2)]
+        return w, keys
+
+    a, _ = two_boxes()
+    b, keys = two_boxes()
+    b.remove(keys[0], Position)  # re-adding moves it to the last row: same state
+    b.add(keys[0], Position(x=0.0, y=0.0))
+    assert b.store(Position).entities[0] == keys[1]
+    assert state_hash(a) == state_hash(b)
+    b.get(keys[0], Position)["y"] = 1e-7
+    assert state_hash(a) != state_hash(b)
+    c, _ = two_boxes()
+    c.despawn(c.spawn(Position()))  # same live entities, different slot table
+    assert state_hash(a) != state_hash(c)
+    d, _ = two_boxes()
+    d.resources["camera"] = {"x": 0.0, "y": 0.0}
+    assert state_hash(a) != state_hash(d)
+    e, _ = two_boxes()
+    e.rng.random()
+    assert state_hash(a) != state_hash(e)
+
+
+def test_state_hash_is_stable_across_processes(game: Game) -> None:
+    play(game, 30)
+    code = ("from demo import Game\n"
+            "g = Game(seed=0, save_dir='unused')\n"
+            "g.press('right'); g.press('shoot')\n"
+            "[g.step_frame() for _ in range(30)]\n"
+            "print(g.state_hash())\n")
+    out = subprocess.run([sys.executable, "-c", code], env=subprocess_env(), cwd=REPO_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == game.state_hash()
+
+
+# ----------------------------------------------------------------------------------------
+# actions
+
+
+def test_quicksave_quickload_restore_the_exact_state(game: Game) -> None:
+    play(game, 40)
+    saved = game.state_hash()
+    game.quicksave()
+    assert game.message == "saved slot 1"
+    assert game.last_snapshot is not None and game.last_snapshot.what == "quicksave"
+    after = play(game, 50)
+    assert game.state_hash() != saved
+    assert game.quickload()
+    assert game.message == "loaded slot 1"
+    assert game.state_hash() == saved
+    assert game.last_restore is not None and game.last_restore.nbytes > 0
+    # The restored world (rng, resources, allocator) plays on exactly as before.
+    assert play(game, 50) == after
+
+
+def test_slots_are_independent(game: Game) -> None:
+    hashes = {}
+    for slot in (1, 2, 3):
+        play(game, 20)
+        game.press(f"slot{slot}")
+        game.press("quicksave")
+        hashes[slot] = game.state_hash()
+        assert game.message == f"saved slot {slot}"
+    assert len(set(hashes.values())) == 3
+    for slot in (2, 1, 3, 2):
+        game.select_slot(slot)
+        game.quickload()
+        assert game.state_hash() == hashes[slot]
+        play(game, 5)
+    game.select_slot(4)
+    before = game.state_hash()
+    assert not game.quickload()
+    assert game.message == "slot 4 is empty"
+    assert game.state_hash() == before
+
+
+@pytest.mark.parametrize("k", [1, 7, 45])
+def test_rewind_k_frames_returns_to_the_state_k_frames_earlier(game: Game, k: int) -> None:
+    hashes = [game.state_hash(), *play(game, 60)]  # hashes[f] = state after frame f
+    game.press("rewind")
+    assert game.rewinding
+    rewound = play(game, k)
+    assert rewound == [hashes[60 - i] for i in range(1, k + 1)]
+    assert game.last_restore is not None and game.last_restore.what == "rewind"
+    game.release("rewind")
+    # Same inputs from the rewound state: the same future as the first time.
+    n = min(k, 3)
+    assert play(game, n) == hashes[61 - k: 61 - k + n]
+
+
+def test_rewind_stops_at_the_oldest_recorded_state(tmp_path: Path) -> None:
+    g = Game(seed=0, save_dir=tmp_path, history_seconds=10 / 60)  # keeps 10 snapshots
+    g.press("right")
+    hashes = play(g, 30)
+    g.press("rewind")
+    play(g, 30)
+    assert g.state_hash() == hashes[-10]  # the oldest of the 10 kept
+    assert g.message.startswith("rewind: oldest")
+    g.release("rewind")
+    play(g, 1)
+
+
+def test_quickload_is_a_rewind_target(game: Game) -> None:
+    play(game, 10)
+    game.quicksave()
+    hashes = play(game, 10)
+    game.quickload()
+    game.press("rewind")
+    game.step_frame()  # one frame back: what was on screen before the load
+    assert game.state_hash() == hashes[-1]
+
+
+def test_save_file_round_trip(game: Game, tmp_path: Path) -> None:
+    play(game, 40)
+    saved = game.state_hash()
+    game.press("slot3")
+    game.press("save_file")
+    path = tmp_path / "saves" / "slot3.sav"
+    assert game.message == f"saved {path}"
+    assert path.is_file()
+    after = play(game, 30)
+    game.press("load_file")
+    assert game.message == f"loaded {path}"
+    assert game.last_restore is not None and game.last_restore.what == "load file"
+    assert game.state_hash() == saved
+    assert play(game, 30) == after
+    # A fresh game (a new world, as after restarting the demo) loads it too.
+    fresh = Game(seed=99, save_dir=tmp_path / "saves")
+    fresh.select_slot(3)
+    assert fresh.load_file()
+    assert fresh.state_hash() == saved
+
+
+def _corrupt(kind: str, good: bytes) -> bytes:
+    if kind == "garbage":
+        return b"this is not a save file" * 10
+    if kind == "truncated":
+        return good[: len(good) // 2]
+    if kind == "bitflip":
+        flipped = bytearray(good)
+        flipped[len(good) * 2 // 3] ^= 0x10
+        return bytes(flipped)
+    return b""
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "bitflip", "empty", "missing"])
+def test_bad_save_file_reports_and_leaves_the_game_unchanged(game: Game, tmp_path: Path,
+                                                             kind: str) -> None:
+    play(game, 20)
+    assert game.save_file()
+    good = game.save_path().read_bytes()
+    play(game, 20)
+    bad = tmp_path / f"{kind}.sav"
+    if kind != "missing":
+        bad.write_bytes(_corrupt(kind, good))
+    before = game.state_hash()
+    restore_before = game.last_restore
+    assert not game.load_file(bad)
+    assert game.message.startswith("load failed: ")
+    assert len(game.message) > len("load failed: ") + 10  # says what is wrong
+    assert game.state_hash() == before
+    assert game.last_restore is restore_before
+    play(game, 5)  # and the game runs on
+
+
+def test_save_file_error_message_is_shown_verbatim(game: Game, tmp_path: Path) -> None:
+    from ecs_engine import SaveFileError, Snapshot
+
+    bad = tmp_path / "bad.sav"
+    bad.write_bytes(b"\x00" * 64)
+    with pytest.raises(SaveFileError) as info:
+        Snapshot.load(bad)
+    game.load_file(bad)
+    assert game.message == f"load failed: {info.value}"
+
+
+def test_actions_are_validated(game: Game) -> None:
+    with pytest.raises(ValueError, match="unknown action 'fly'"):
+        game.press("fly")
+    with pytest.raises(ValueError, match="slot must be 1..4"):
+        game.select_slot(5)
+
+
+# ----------------------------------------------------------------------------------------
+# time and setup
+
+
+def test_fixed_timestep_is_independent_of_frame_time(tmp_path: Path) -> None:
+    g = Game(seed=0, save_dir=tmp_path)
+    assert g.advance(DT * 0.5) == 0
+    assert g.advance(DT * 0.6) == 1  # the two halves add up to one tick
+    assert g.advance(DT * 3.05) == 3
+    assert g.advance(1.0) == MAX_TICKS_PER_FRAME  # a stall does not spiral
+    assert g.advance(DT * 0.5) <= 1
+    # Real-time play and headless frames run the same ticks: same state for same ticks.
+    h = Game(seed=0, save_dir=tmp_path)
+    play(h, g.world.tick)
+    assert h.state_hash() == g.state_hash()
+
+
+def test_player_falling_out_of_the_level_respawns(game: Game) -> None:
+    with game.world.query(Player, Position) as q:
+        q[Position]["y"] = -50.0
+    game.step_frame()
+    x, y = game.player_position() or (0.0, 0.0)
+    start = game.world.resources["player_start"]
+    assert abs(x - start[0]) < 0.5 and abs(y - start[1]) < 0.5
+
+
+def test_stress_bodies_start_clear_of_walls_and_stay(tmp_path: Path) -> None:
+    g = Game(seed=5, stress=500, save_dir=tmp_path)
+    assert g.stress == 500 and g.world.count(Bouncer) == 500
+    grid = static_grid(g.world)
+    with g.world.query(Bouncer, Position, Collider, Color) as q:
+        pos, col = q[Position], q[Collider]
+        hw, hh = col["w"] / 2, col["h"] / 2
+        inside = grid.overlaps(pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh)
+        assert not inside.any()
+        assert len(np.unique(q[Color]["rgba"], axis=0)) > 400  # random colours
+    play(g, 120)
+    assert g.world.count(Bouncer) == 500  # fallen ones drop back in
+    again = Game(seed=5, stress=500, save_dir=tmp_path)
+    play(again, 120)
+    assert again.state_hash() == g.state_hash()
+
+
+def test_level_argument_accepts_names_and_folders(tmp_path: Path) -> None:
+    from levels import shipped_level
+
+    by_name = Game("tutorial", save_dir=tmp_path)
+    by_path = Game(shipped_level("tutorial"), save_dir=tmp_path)
+    assert by_name.state_hash() == by_path.state_hash()
+    assert by_name.world.count(Solid) > 0
+    with pytest.raises(KeyError, match="shipped levels are"):
+        Game("no-such-level", save_dir=tmp_path)
+
+
+def test_input_scripts_are_checked() -> None:
+    events = load_script(TOUR)
+    presses = {a for e in events for a in e.press}
+    assert {"right", "jump", "shoot", "quicksave", "quickload", "rewind", "slot2"} <= presses
+    assert [e.frame for e in events] == sorted(e.frame for e in events)
+    with pytest.raises(ScriptError, match="unknown action"):
+        parse_script([{"frame": 1, "press": ["fly"]}])
+    with pytest.raises(ScriptError, match="'frame' must be"):
+        parse_script([{"frame": -1, "press": ["left"]}])
+    with pytest.raises(ScriptError, match="unknown key"):
+        parse_script([{"frame": 1, "hold": ["left"]}])
+
+
+def test_game_logic_and_runner_do_not_import_arcade() -> None:
+    # Game must be usable without GL, and the runner must be able to switch arcade to
+    # headless mode, which only works before arcade's first import.
+    code = ("import sys, demo, demo.game, demo.headless, demo.__main__, systems.render_world\n"
+            "print('arcade' in sys.modules)\n")
+    env = subprocess_env()
+    env.pop("ARCADE_HEADLESS", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_help_works_without_a_display() -> None:
+    env = subprocess_env()
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "ARCADE_HEADLESS"):
+        env.pop(var, None)
+    out = subprocess.run([sys.executable, "-m", "demo", "--help"], env=env, cwd=REPO_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "--headless" in out.stdout and "--stress" in out.stdout
+
+
+def test_no_display_says_how_to_run_headless_and_exits_2(tmp_path: Path) -> None:
+    env = subprocess_env()
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "ARCADE_HEADLESS"):
+        env.pop(var, None)
+    out = subprocess.run([sys.executable, "-m", "demo"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "python -m demo --headless --frames 300 --screenshot shot.png" in out.stderr
+    assert "ARCADE_HEADLESS=1" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+# ----------------------------------------------------------------------------------------
+# headless end to end (GL)
+
+
+@pytest.fixture(scope="module")
+def window() -> Iterator[Any]:
+    """One headless window; skip if no GL context at all (fail with ECS_REQUIRE_GL=1)."""
+    try:
+        win = make_window(SIZE[0], SIZE[1], "test_demo", headless=True)
+    except Exception as exc:  # any failure here means there is no usable OpenGL at all
+        reason = f"no OpenGL context could be created (headless EGL/Mesa missing?): {exc!r}"
+        if os.environ.get("ECS_REQUIRE_GL"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    yield win
+    win.close()
+
+
+def boxes(world: World) -> np.ndarray:
+    """(left, bottom, right, top) of every drawn box, shape (N, 4)."""
+    with world.query(Position, Collider, Color, readonly=(Position, Collider, Color)) as q:
+        p, c = q[Position], q[Collider]
+        return np.stack([p["x"] - c["w"] / 2, p["y"] - c["h"] / 2, p["x"] + c["w"] / 2,
+                         p["y"] + c["h"] / 2], axis=1).astype(np.float64)
+
+
+def covered(all_boxes: np.ndarray, x: float, y: float, margin: float) -> bool:
+    b = all_boxes
+    return bool(np.any((b[:, 0] - margin < x) & (x < b[:, 2] + margin)
+                       & (b[:, 1] - margin < y) & (y < b[:, 3] + margin)))
+
+
+def game_viewport(game: Game, size: tuple[int, int] = SIZE) -> Viewport:
+    return Viewport.follow(camera_center(game.world), size, default_zoom(size[1]), game.bounds)
+
+
+def check_player_pixel(img: np.ndarray, game: Game) -> None:
+    view = game_viewport(game)
+    x, y = game.player_position() or (np.nan, np.nan)
+    row, col = view.to_pixel(x, y)
+    assert 0 <= row < SIZE[1] and 0 <= col < SIZE[0]
+    assert tuple(img[row, col]) == PLAYER_RGBA, (x, y, row, col)
+
+
+def check_tile_pixel(img: np.ndarray, game: Game, rows: tuple[int, int] = (0, SIZE[1])) -> None:
+    """The centre of an on-screen geometry tile that nothing else overlaps has its colour
+    (only tiles whose centre pixel row lies in ``rows``: keeps clear of a HUD)."""
+    view = game_viewport(game)
+    left, bottom, right, top = view.visible_rect()
+    others = boxes(game.world)
+    with game.world.query(Solid, Position, Collider, Color,
+                          readonly=(Solid, Position, Collider, Color)) as q:
+        pos, col, rgba = q[Position], q[Collider], q[Color]["rgba"]
+        checked = 0
+        for i in np.argsort(-(col["w"] * col["h"]), kind="stable"):  # biggest first
+            x, y = float(pos["x"][i]), float(pos["y"][i])
+            if not (left + 1 < x < right - 1 and bottom + 1 < y < top - 1):
+                continue
+            # Only this tile itself may contain the point.
+            hits = ((others[:, 0] < x) & (x < others[:, 2]) & (others[:, 1] < y)
+                    & (y < others[:, 3]))
+            if int(hits.sum()) != 1:
+                continue
+            row, c = view.to_pixel(x, y)
+            if not rows[0] <= row < rows[1]:
+                continue
+            assert tuple(img[row, c]) == tuple(rgba[i]), (x, y)
+            checked += 1
+            if checked == 3:
+                break
+    assert checked >= 1, "no geometry tile on screen to check"
+
+
+def sky_pixel(game: Game, img_shape: tuple[int, ...]) -> tuple[int, int, tuple[int, ...]]:
+    """An empty pixel well inside one uniform texel region of the level's visual layer:
+    (row, col, the visual's colour there)."""
+    view = game_viewport(game)
+    visual = game.summary.visuals[0]
+    image = visual.image
+    vl, vb, vw, vh = visual.rect
+    all_boxes = boxes(game.world)
+    # Leave the top rows alone: a HUD, if any, lives there.
+    for row in range(img_shape[0] // 3, img_shape[0] * 2 // 3, 7):
+        for col in range(img_shape[1] // 4, img_shape[1] * 3 // 4, 7):
+            x, y = (float(v) for v in view.to_world(row, col))
+            if covered(all_boxes, x, y, margin=1.0):
+                continue
+            tx = int((x - vl) / vw * image.shape[1])
+            ty = int((vb + vh - y) / vh * image.shape[0])
+            patch = image[max(ty - 1, 0): ty + 2, max(tx - 1, 0): tx + 2].reshape(-1, 4)
+            if len(patch) == 9 and (patch == patch[0]).all():
+                return row, col, tuple(int(v) for v in patch[0])
+    raise AssertionError("no empty sky pixel found")
+
+
+def test_tour_in_process_pixels_saves_and_rewind(window: Any, tmp_path: Path) -> None:
+    game = Game(seed=0, save_dir=tmp_path / "saves")
+    script = load_script(TOUR)
+    frames = 260
+    hashes: dict[int, str] = {}
+    images: dict[int, np.ndarray] = {}
+    checked: list[int] = []
+
+    def on_frame(frame: int, g: Game, view: Any) -> None:
+        hashes[frame] = g.state_hash()
+        if frame in (90, 200):
+            images[frame] = read_pixels(window)
+        if frame % 30 == 0 or frame in (90, 200):
+            img = images.get(frame)
+            img = read_pixels(window) if img is None else img
+            check_player_pixel(img, g)
+            check_tile_pixel(img, g)
+            row, col, sky = sky_pixel(g, img.shape)
+            assert tuple(img[row, col]) == sky, (frame, row, col)
+            checked.append(frame)
+
+    result = run_headless(game, frames, script=script, size=SIZE, hud=False, window=window,
+                          on_frame=on_frame)
+    assert result.frames == frames and checked
+    # Quicksave at frame 90, quickload at frame 200 (see demo/scripts/tour.json).
+    assert hashes[200] == hashes[90]
+    assert hashes[199] != hashes[90]
+    # llvmpipe is deterministic for identical draws: require exact pixel equality.
+    np.testing.assert_array_equal(images[200], images[90])
+    # Rewind held for frames 230..249: 20 steps back from frame 229's state.
+    assert hashes[249] == hashes[209]
+    assert hashes[250] != hashes[249]
+    assert game.slots.keys() == {1, 2}
+    assert result.state_hash == game.state_hash() == hashes[frames]
+
+    # With the visual layer gone, empty sky shows the level's background colour.
+    row, col, _ = sky_pixel(game, images[90].shape)
+    view_obj = GameViewProbe(window, game)
+    img = view_obj.draw_without_visuals()
+    assert game.summary.background is not None
+    assert tuple(img[row, col]) == tuple(game.summary.background)
+    check_player_pixel(img, game)
+
+
+class GameViewProbe:
+    """Draws the game the way the headless runner does, minus the visual layers."""
+
+    def __init__(self, window: Any, game: Game) -> None:
+        from demo.window import GameView
+
+        self.window = window
+        self.view = GameView(game, window, hud=False)
+
+    def draw_without_visuals(self) -> np.ndarray:
+        self.view.renderer.set_visuals(())
+        self.view.draw_frame()
+        return read_pixels(self.window)
+
+
+def test_keys_map_to_actions(window: Any, tmp_path: Path) -> None:
+    import arcade
+
+    from demo.window import KEYMAP, GameView
+
+    game = Game(seed=0, save_dir=tmp_path)
+    view = GameView(game, window, hud=True)
+    assert {KEYMAP[k] for k in (arcade.key.W, arcade.key.UP, arcade.key.SPACE)} == {"jump"}
+    assert {KEYMAP[k] for k in (arcade.key.J, arcade.key.X)} == {"shoot"}
+    view.on_key_press(arcade.key.A, 0)
+    view.on_key_press(arcade.key.LEFT, 0)
+    view.on_key_release(arcade.key.A, 0)
+    assert game.held == {"left"}  # Left is still down
+    view.on_key_release(arcade.key.LEFT, 0)
+    assert game.held == set()
+    view.on_key_press(arcade.key.D, 0)
+    assert view.game.advance(3 * DT + 1e-9) == 3
+    view.on_key_press(arcade.key.KEY_3, 0)
+    view.on_key_press(arcade.key.F5, 0)
+    assert game.slot == 3 and set(game.slots) == {3}
+    saved = game.state_hash()
+    view.on_key_press(arcade.key.S, arcade.key.MOD_CTRL)
+    assert (tmp_path / "slot3.sav").is_file()
+    view.on_update(5 * DT + 1e-9)
+    view.on_key_press(arcade.key.F9, 0)
+    assert game.state_hash() == saved and game.message == "loaded slot 3"
+    view.on_update(5 * DT + 1e-9)
+    view.on_key_press(arcade.key.L, arcade.key.MOD_CTRL)
+    assert game.state_hash() == saved and game.message.startswith("loaded ")
+    view.on_update(5 * DT + 1e-9)
+    ticked = game.state_hash()
+    view.on_key_press(arcade.key.R, 0)
+    view.on_update(DT)  # one rewind step per frame, whatever the frame time
+    assert game.rewinding and game.state_hash() != ticked
+    view.on_key_release(arcade.key.R, 0)
+    assert not game.rewinding
+    view.on_key_press(arcade.key.F3, 0)
+    assert not view.hud.visible
+
+
+def test_hud_draws_text(window: Any, tmp_path: Path) -> None:
+    game = Game(seed=0, save_dir=tmp_path)
+    shots: dict[str, np.ndarray] = {}
+
+    def grab(frame: int, g: Game, view: Any) -> None:
+        shots["hud" if view.hud.visible else "plain"] = read_pixels(window)
+
+    run_headless(game, 1, size=SIZE, hud=True, window=window, on_frame=grab)
+    game2 = Game(seed=0, save_dir=tmp_path)
+    run_headless(game2, 1, size=SIZE, hud=False, window=window, on_frame=grab)
+    differs = np.any(shots["hud"] != shots["plain"], axis=2)
+    assert differs[: SIZE[1] // 4, : SIZE[0] // 3].mean() > 0.3  # the status panel
+    assert differs[-SIZE[1] // 10:, : SIZE[0] // 3].mean() > 0.3  # the key help
+
+
+def test_python_m_demo_headless_subprocess(window: Any, tmp_path: Path) -> None:
+    shot = tmp_path / "shot_{frame}.png"
+    out = subprocess.run(
+        [sys.executable, "-m", "demo", "--headless", "--frames", "60", "--size", "480x270",
+         "--screenshot", str(shot)],
+        env=subprocess_env(ARCADE_HEADLESS="1"), cwd=tmp_path, capture_output=True, text=True,
+        timeout=120)
+    assert out.returncode == 0, out.stderr
+    path = tmp_path / "shot_60.png"
+    assert path.is_file()
+    match = re.search(r"state hash\s+([0-9a-f]{32})", out.stdout)
+    assert match, out.stdout
+    # The same run in this process reaches the same state: compare hash, then pixels.
+    game = Game(seed=0, save_dir=tmp_path)
+    play(game, 60)
+    assert match.group(1) == game.state_hash()
+    img = np.asarray(Image.open(path).convert("RGBA"))
+    assert img.shape == (SIZE[1], SIZE[0], 4)
+    assert (img[..., 3] == 255).all()  # opaque, HUD panels included
+    check_player_pixel(img, game)
+    # The HUD is on: its status panel covers the top quarter, the key help the bottom tenth.
+    check_tile_pixel(img, game, rows=(SIZE[1] // 4, SIZE[1] - SIZE[1] // 10))
+    row, col, sky = sky_pixel(game, img.shape)
+    assert tuple(img[row, col]) == sky
