@@ -79,8 +79,9 @@ class Snapshot:
                 return s
         raise KeyError(f"snapshot has no component {name!r}")
 
-    def to_bytes(self) -> bytes:
-        """The snapshot as a save file (msgpack; see the README's save format)."""
+    def to_bytes(self) -> memoryview:
+        """The snapshot as save-file bytes (msgpack; see SAVE_FORMAT.md): a read-only,
+        bytes-like view of one fresh buffer (``bytes(...)`` copies it)."""
         from ecs_engine.savefile import encode_snapshot
 
         return encode_snapshot(self)
@@ -157,32 +158,53 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
 
 
 def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> None:
-    """Check a snapshot from elsewhere (a file) is self-consistent before touching the world."""
-    from ecs_engine.savefile import SaveFileError
-    from ecs_engine.slotmap import SlotMap
+    """Check a snapshot from elsewhere (a file) is self-consistent before touching the world.
 
-    probe = SlotMap(capacity=max(1, len(snap.slots.generations)))
-    probe.set_table(snap.slots, 0)
-    hw = len(snap.slots.generations)
-    free = snap.slots.free
-    if len(free) and (free.min() < 0 or free.max() >= hw or snap.slots.alive[free].any()):
+    Linear time: uniqueness is checked by marking slots, not by sorting.
+    """
+    from ecs_engine.entity import SLOT_BITS, SLOT_MASK
+    from ecs_engine.savefile import SaveFileError
+
+    table = snap.slots
+    hw = len(table.generations)
+    if len(table.alive) != hw:
+        raise SaveFileError(f"slot table: {len(table.alive)} alive flags for {hw} slots")
+    marks = np.zeros(hw, np.bool_)
+    free = table.free
+    if len(free) and (free.min() < 0 or free.max() >= hw or table.alive[free].any()):
         raise SaveFileError("slot table: the free list names a live or out-of-range slot")
-    if len(np.unique(free)) != len(free):
+    marks[free] = True
+    if np.count_nonzero(marks) != len(free):
         raise SaveFileError("slot table: the free list names a slot twice")
-    if len(free) + int(np.count_nonzero(snap.slots.alive)) != hw:
+    if len(free) + int(np.count_nonzero(table.alive)) != hw:
         raise SaveFileError("slot table: some dead slots are missing from the free list")
-    if hw and snap.slots.generations.min() == 0:
+    if hw and table.generations.min() == 0:
         raise SaveFileError("slot table: generation 0 is reserved for NULL")
+    # The live key of every slot; dead slots get a key no slot below 2**32 - 1 can hold.
+    live = table.generations.astype(np.uint64)
+    live <<= np.uint64(SLOT_BITS)
+    live |= np.arange(hw, dtype=np.uint64)
+    live[~table.alive] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     for s in snap.stores:
         if len(s.data) != s.n:
             raise SaveFileError(f"component {s.name!r}: {len(s.data)} rows of data for "
                                 f"{s.n} entities")
-        if s.n and not probe.alive_mask(s.entities).all():
+        if not 0 <= s.group_size <= s.n:
+            raise SaveFileError(f"component {s.name!r}: group size {s.group_size} outside "
+                                f"[0, {s.n}]")
+        if not s.n:
+            continue
+        slots = (s.entities & np.uint64(SLOT_MASK)).view(np.int64)  # < 2**32: view is exact
+        if slots.max() >= hw or not np.array_equal(live[slots], s.entities):
             raise SaveFileError(f"component {s.name!r}: holds entities the slot table says "
                                 f"are not alive")
-        if len(np.unique(s.entities)) != s.n:
+        marks.fill(False)
+        marks[slots] = True  # live keys: one key per slot
+        if np.count_nonzero(marks) != s.n:
             raise SaveFileError(f"component {s.name!r}: an entity appears twice")
     by_name = {s.name: s for s in snap.stores}
+    if len(by_name) != len(snap.stores):
+        raise SaveFileError("a component appears twice")
     for names in snap.groups:
         if len(names) < 2 or any(n not in by_name for n in names) or len(set(names)) != len(
             names
@@ -201,8 +223,31 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
     del types
 
 
+def _rng_for(world: World, snap: Snapshot) -> np.random.Generator:
+    """The generator that will hold ``snap``'s rng state: ``world.rng`` when its bit
+    generator has the saved type, else a new one of that type (state checked here, so
+    applying it later cannot fail)."""
+    from ecs_engine.savefile import SaveFileError
+    from ecs_engine.savevalues import BIT_GENERATORS
+
+    name = snap.rng_state.get("bit_generator")
+    if type(name) is not str:
+        raise SaveFileError(f"rng state: bit generator name {name!r} is not a str")
+    if type(world.rng.bit_generator).__name__ == name:
+        return world.rng
+    if name not in BIT_GENERATORS:
+        raise SaveFileError(f"rng state: unknown bit generator {name!r}")
+    bitgen = getattr(np.random, name)()
+    try:
+        bitgen.state = copy.deepcopy(snap.rng_state)
+    except Exception as exc:  # numpy's setter raises assorted types for bad states
+        raise SaveFileError(f"rng state for {name} is invalid: {exc}") from None
+    return np.random.Generator(bitgen)
+
+
 def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> None:
     """Make the world's state equal to ``snap``; validates everything before changing it."""
+    from ecs_engine.component import schema_of
     from ecs_engine.group import Group
     from ecs_engine.migrate import migrate_rows
     from ecs_engine.savefile import SaveFileError
@@ -212,18 +257,16 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
         raise RuntimeError("cannot restore while a query is open")
     own = snap.origin is world._versions
     types: dict[str, type] = {}
-    datas: dict[str, np.ndarray] = {}
     for s in snap.stores:
         ctype = world._types_by_name.get(s.name) or s.ctype
         if ctype is None:
             raise SaveFileError(f"unknown component {s.name!r}: register its type first "
                                 f"(world.register({s.name}))")
         types[s.name] = ctype
-        from ecs_engine.component import schema_of
-
-        datas[s.name] = migrate_rows(s.name, s.data, schema_of(ctype))
     if not own:
         _validate_foreign(world, snap, types)
+    rng = _rng_for(world, snap)
+    datas = {s.name: migrate_rows(s.name, s.data, schema_of(types[s.name])) for s in snap.stores}
     for ctype in types.values():  # registering can fail (name clash): before any change
         world._store(ctype)
 
@@ -263,10 +306,30 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
                                    adopt_size=by_name[names[0]].group_size))
     world.resources = copy.deepcopy(snap.resources)
     world.tick = snap.tick
-    world.rng.bit_generator.state = copy.deepcopy(snap.rng_state)
+    if rng is world.rng:
+        world.rng.bit_generator.state = copy.deepcopy(snap.rng_state)
+    else:
+        world.rng = rng
     event = RestoreEvent(snap, source, previous_tick)
     for callback in tuple(world._restore_callbacks):
         callback(world, event)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Deep equality that also compares numpy arrays (``==`` on them is elementwise)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (type(a) is type(b) and a.dtype == b.dtype
+                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+    if isinstance(a, dict):
+        return (type(a) is type(b) and a.keys() == b.keys()
+                and all(_same(v, b[k]) for k, v in a.items()))
+    if isinstance(a, list | tuple):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(_same(x, y) for x, y in zip(a, b, strict=True)))
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):  # objects whose == is not a plain bool: assume changed
+        return False
 
 
 def is_current(world: World, snap: Snapshot) -> bool:
@@ -279,4 +342,8 @@ def is_current(world: World, snap: Snapshot) -> bool:
         store = world._stores.get(world._types_by_name.get(s.name))  # type: ignore[arg-type]
         if store is None or store.data_version != s.data_version:
             return False
-    return world.rng.bit_generator.state == snap.rng_state and world.resources == snap.resources
+    groups = tuple(tuple(st.schema.name for st in g.stores) for g in world._groups)
+    if groups != snap.groups:
+        return False
+    return _same(world.rng.bit_generator.state, snap.rng_state) and _same(world.resources,
+                                                                         snap.resources)

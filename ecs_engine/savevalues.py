@@ -1,0 +1,159 @@
+"""Free-form save-file values (resources, rng state) as msgpack-native data.
+
+Allowed: None, bool, int (any size), float, str, bytes, list, dict with str keys, numpy
+arrays and numpy scalars of bool/int/uint/float/complex dtypes. Two msgpack ext types carry
+what msgpack lacks (see SAVE_FORMAT.md): numpy arrays and scalars (codes 1 and 3) and
+integers outside the 64-bit range (code 2). Decoding never executes code: it only builds
+these types, and rejects everything else.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Any
+
+import msgpack
+import numpy as np
+
+EXT_NDARRAY = 1
+EXT_BIGINT = 2
+EXT_NPSCALAR = 3
+MAX_DEPTH = 64  # nesting levels of lists/dicts in one value
+MAX_NDIM = 32
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")  # numpy.random names
+_DTYPE_RE = re.compile(r"[<|][biufc][0-9]{1,2}")
+_ALLOWED = ("None, bool, int, float, str, bytes, list, dict with str keys, numpy arrays "
+            "and numpy scalars of bool/int/float/complex dtypes")
+
+
+def wire_dtype(dt: np.dtype) -> str:
+    """The little-endian dtype string of a numeric scalar dtype, e.g. ``'<f4'``, ``'|b1'``."""
+    return dt.newbyteorder("<").str if dt.itemsize > 1 else dt.str
+
+
+def parse_dtype(text: Any, where: str) -> np.dtype:
+    """A numeric scalar dtype from its wire string; ``ValueError`` for anything else."""
+    if not isinstance(text, str) or not _DTYPE_RE.fullmatch(text):
+        raise ValueError(f"{where}: {text!r} is not a little-endian numeric dtype string")
+    try:
+        dt = np.dtype(text)
+    except TypeError as exc:
+        raise ValueError(f"{where}: {text!r} is not a numpy dtype") from exc
+    if dt.kind not in "biufc" or dt.str != text:
+        raise ValueError(f"{where}: {text!r} is not a canonical numeric dtype string")
+    return dt
+
+
+# -- encoding --------------------------------------------------------------------------
+
+
+def _array_payload(arr: np.ndarray) -> bytes:
+    """dtype-string length (u8), dtype string, ndim (u8), dims (u64 LE each), raw bytes."""
+    dtype = wire_dtype(arr.dtype).encode("ascii")
+    le = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+    dims = struct.pack(f"<{arr.ndim}Q", *arr.shape)
+    return bytes([len(dtype)]) + dtype + bytes([arr.ndim]) + dims + le.tobytes()
+
+
+def to_wire(value: Any, where: str, depth: int = 0) -> Any:
+    """``value`` as msgpack-native data plus ext types.
+
+    ``TypeError`` naming ``where`` (e.g. ``resources['grid']``) for unsupported types,
+    ``ValueError`` for nesting deeper than ``MAX_DEPTH``.
+    """
+    kind = type(value)
+    if value is None or kind in (bool, float, str, bytes):
+        return value
+    if kind is int:
+        if -(1 << 63) <= value < (1 << 64):
+            return value
+        size = (value.bit_length() + 8) // 8  # room for the sign bit
+        return msgpack.ExtType(EXT_BIGINT, value.to_bytes(size, "little", signed=True))
+    if kind is list or kind is dict:
+        if depth >= MAX_DEPTH:
+            raise ValueError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        if kind is list:
+            return [to_wire(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise TypeError(f"{where}: dict key {k!r} is not a str (save-file dict keys "
+                                f"must be str)")
+            out[k] = to_wire(v, f"{where}[{k!r}]", depth + 1)
+        return out
+    # exactly ndarray: subclasses (masked arrays, matrices) would lose their extras
+    if (kind is np.ndarray or isinstance(value, np.generic)) and value.dtype.kind in "biufc":
+        if value.ndim > MAX_NDIM:
+            raise ValueError(f"{where}: arrays of more than {MAX_NDIM} dimensions")
+        code = EXT_NDARRAY if isinstance(value, np.ndarray) else EXT_NPSCALAR
+        return msgpack.ExtType(code, _array_payload(np.asarray(value)))
+    raise TypeError(f"{where}: a {kind.__module__}.{kind.__qualname__} cannot go in a save "
+                    f"file (allowed: {_ALLOWED})")
+
+
+# -- decoding --------------------------------------------------------------------------
+
+
+def _parse_array(data: bytes) -> np.ndarray:
+    view = memoryview(data)
+    if len(view) < 1 or len(view) < 2 + view[0]:
+        raise ValueError("ndarray ext: payload too short for its header")
+    n = view[0]
+    dtype = parse_dtype(bytes(view[1 : 1 + n]).decode("ascii", "replace"), "ndarray ext")
+    ndim = view[1 + n]
+    if ndim > MAX_NDIM:
+        raise ValueError(f"ndarray ext: {ndim} dimensions (at most {MAX_NDIM})")
+    start = 2 + n + 8 * ndim
+    if len(view) < start:
+        raise ValueError("ndarray ext: payload too short for its shape")
+    shape = struct.unpack_from(f"<{ndim}Q", view, 2 + n)
+    count = 1
+    for d in shape:
+        count *= d
+    if count * dtype.itemsize != len(view) - start:
+        raise ValueError(f"ndarray ext: shape {shape} of {dtype} needs "
+                         f"{count * dtype.itemsize} bytes, the payload holds {len(view) - start}")
+    arr = np.frombuffer(view, dtype, count, start).reshape(shape)
+    return arr.astype(dtype.newbyteorder("="))  # a writable, native-order copy
+
+
+def ext_hook(code: int, data: bytes) -> Any:
+    """msgpack ``ext_hook``: decode this module's ext types, reject all others."""
+    if code == EXT_NDARRAY:
+        return _parse_array(data)
+    if code == EXT_NPSCALAR:
+        arr = _parse_array(data)
+        if arr.ndim:
+            raise ValueError("numpy scalar ext: has a shape")
+        return arr[()]
+    if code == EXT_BIGINT:
+        if not data:
+            raise ValueError("big-int ext: empty payload")
+        return int.from_bytes(data, "little", signed=True)
+    raise ValueError(f"unknown msgpack ext type {code}")
+
+
+def check_value(value: Any, where: str) -> None:
+    """``ValueError`` unless ``value`` holds only allowed types, nested at most
+    ``MAX_DEPTH`` deep (iterative, so hostile nesting cannot exhaust the Python stack)."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        kind = type(item)
+        if item is None or kind in (bool, int, float, str, bytes):
+            continue
+        if isinstance(item, np.ndarray | np.generic) and item.dtype.kind in "biufc":
+            continue
+        if kind is list or kind is dict:
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+            if kind is list:
+                stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+            else:
+                for k, v in item.items():
+                    if type(k) is not str:
+                        raise ValueError(f"{path}: key {k!r} is not a str")
+                    stack.append((v, f"{path}[{k!r}]", depth + 1))
+            continue
+        raise ValueError(f"{path}: a {kind.__name__} is not a save-file value")

@@ -1,0 +1,175 @@
+"""History: a bounded ring buffer of snapshots for rewind, with byte accounting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ecs_engine import History, World, component
+from tests.world_state import check_invariants, world_state
+
+
+@component
+class Pos:
+    x: np.float64 = 0.0
+
+
+@component
+class Static:
+    v: np.int64 = 0
+
+
+def make_world(n: int = 100) -> World:
+    world = World(seed=3)
+    world.spawn_batch(Pos(x=np.arange(n, dtype=np.float64)), count=n)
+    world.spawn_batch(Static(v=7), count=n)
+    return world
+
+
+def advance(world: World) -> None:
+    """One frame: move every Pos, draw from the rng, count ticks."""
+    with world.query(Pos) as q:
+        q[Pos]["x"] += 1
+    world.rng.random()
+    world.tick += 1
+
+
+def unique_bytes(history: History) -> int:
+    arrays = {id(a): a for snap in history._snaps for a in snap.arrays()}
+    return sum(a.nbytes for a in arrays.values())
+
+
+def test_rewind_steps_back_one_recorded_frame_at_a_time() -> None:
+    world = make_world()
+    history = History(capacity=10)
+    states = []
+    for _ in range(5):
+        history.record(world)
+        states.append(world_state(world))
+        advance(world)
+    for expected in reversed(states):
+        snap = history.rewind(world)
+        assert snap is not None and world_state(world) == expected
+        check_invariants(world)
+    assert history.rewind(world) is None and len(history) == 0
+
+
+def test_rewind_skips_a_snapshot_equal_to_the_live_state() -> None:
+    world = make_world()
+    history = History()
+    history.record(world)
+    first = world_state(world)
+    advance(world)
+    history.record(world)  # identical to the live state: rewinding it would do nothing
+    snap = history.rewind(world)
+    assert snap is not None and world_state(world) == first and len(history) == 0
+
+
+def test_rewind_with_array_resources_compares_them_safely() -> None:
+    world = make_world()
+    world.resources["grid"] = np.zeros((4, 4))
+    history = History()
+    history.record(world)
+    world.resources["grid"] = np.ones((4, 4))
+    history.record(world)
+    assert history.rewind(world) is not None  # the live state equals the newest: skipped
+    assert np.array_equal(world.resources["grid"], np.zeros((4, 4)))
+    assert len(history) == 0
+
+
+def test_rewind_notices_a_group_created_since_the_snapshot() -> None:
+    world = World()
+    world.spawn_batch(Pos(), Static(), count=3)
+    history = History()
+    history.record(world)
+    with world.query(Pos, Static) as q:  # aligned already: creates a group, moves nothing
+        assert len(q) == 3
+    assert len(world._groups) == 1
+    assert history.rewind(world) is not None
+    assert world._groups == []
+
+
+def test_capacity_evicts_the_oldest() -> None:
+    world = make_world()
+    history = History(capacity=3)
+    ticks = []
+    for _ in range(6):
+        history.record(world)
+        ticks.append(world.tick)
+        advance(world)
+    assert len(history) == 3
+    assert [s.tick for s in history._snaps] == ticks[-3:]
+    assert history.latest is not None and history.latest.tick == ticks[-1]
+
+
+def test_max_bytes_evicts_the_oldest_but_keeps_one() -> None:
+    world = make_world(1000)
+    history = History(capacity=100, max_bytes=80_000)
+    for _ in range(20):
+        history.record(world)
+        advance(world)
+        assert history.nbytes <= 80_000
+    # one full copy: 2000 slots (5 bytes each) and two stores of 1000 rows (8 + 8 bytes);
+    # every later frame adds only a new Pos column of 8000 bytes
+    full = 2000 * 5 + 2 * 1000 * 16
+    assert len(history) == 5 and history.nbytes == full + 4 * 8000
+    tiny = History(max_bytes=1)
+    tiny.record(world)
+    advance(world)
+    tiny.record(world)
+    assert len(tiny) == 1 and tiny.nbytes > 1
+
+
+def test_nbytes_counts_shared_arrays_once() -> None:
+    world = make_world(500)
+    history = History(capacity=50)
+    history.record(world)
+    full = history.nbytes
+    assert full == unique_bytes(history) == history.latest.nbytes
+    for _ in range(5):
+        advance(world)
+        history.record(world)
+        assert history.nbytes == unique_bytes(history)
+    # each frame added only a new Pos data column (500 float64)
+    assert history.nbytes == full + 5 * 500 * 8
+    while history.rewind(world) is not None:
+        assert history.nbytes == unique_bytes(history)
+    assert history.nbytes == 0
+
+
+def test_nbytes_after_eviction_releases_only_unshared_arrays() -> None:
+    world = make_world(500)
+    history = History(capacity=2)
+    for _ in range(4):
+        history.record(world)
+        advance(world)
+        assert history.nbytes == unique_bytes(history)
+    static = world.snapshot().store("Static").data
+    assert any(a is static for a in history.latest.arrays())  # still shared, still counted
+
+
+def test_clear_and_bad_capacity() -> None:
+    world = make_world()
+    history = History()
+    history.record(world)
+    history.clear()
+    assert len(history) == 0 and history.nbytes == 0 and history.latest is None
+    with pytest.raises(ValueError, match="capacity"):
+        History(capacity=0)
+
+
+def test_long_rewind_after_many_frames_restores_exact_states() -> None:
+    world = make_world(50)
+    history = History(capacity=30)
+    states = []
+    for i in range(40):
+        history.record(world)
+        states.append(world_state(world))
+        advance(world)
+        if i % 7 == 0:
+            world.spawn(Pos(x=-i))
+        if i % 11 == 3:
+            world.despawn(world.entities()[0])
+    for expected in reversed(states[-30:]):
+        history.rewind(world)
+        assert world_state(world) == expected

@@ -1,0 +1,186 @@
+"""Loading saves into changed schemas: fields matched by name, widening casts, clear errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from ecs_engine import SaveFileError, SchemaChangeWarning, Snapshot, World, component, field
+from ecs_engine.migrate import migrate_rows
+from tests.world_state import world_state
+
+
+@component(name="Unit")
+class UnitV1:
+    hp: np.int16 = 10
+    speed: np.float32 = 1.5
+    slots: field(np.uint8, shape=3)
+
+
+def saved_v1() -> tuple[bytes, np.ndarray]:
+    world = World(seed=1)
+    keys = world.spawn_batch(UnitV1(hp=np.arange(4), speed=2.5, slots=[1, 2, 3]), count=4)
+    world.despawn(keys[1])
+    return bytes(world.snapshot().to_bytes()), keys
+
+
+def load_into(*types: type) -> World:
+    data, _ = saved_v1()
+    world = World()
+    world.register(*types)
+    world.restore(Snapshot.from_bytes(data), source="file")
+    return world
+
+
+def test_same_schema_needs_no_migration() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        world = load_into(UnitV1)
+    rows = world.store(UnitV1).live()
+    assert list(rows["hp"]) == [0, 3, 2]  # swap-remove moved the last row into the hole
+    assert np.all(rows["slots"] == [1, 2, 3])
+
+
+def test_added_field_takes_its_default() -> None:
+    @component(name="Unit")
+    class UnitV2:
+        hp: np.int16 = 10
+        armor: np.int32 = 7
+        speed: np.float32 = 1.5
+        slots: field(np.uint8, shape=3)
+        tags: field(np.uint8, shape=2, default=9)
+
+    world = load_into(UnitV2)
+    rows = world.store(UnitV2).live()
+    assert rows.dtype == world.store(UnitV2).schema.dtype
+    assert list(rows["hp"]) == [0, 3, 2] and np.all(rows["speed"] == 2.5)
+    assert np.all(rows["armor"] == 7) and np.all(rows["tags"] == 9)
+
+
+def test_removed_field_is_dropped_with_a_warning() -> None:
+    @component(name="Unit")
+    class UnitV3:
+        hp: np.int16 = 10
+        slots: field(np.uint8, shape=3)
+
+    with pytest.warns(SchemaChangeWarning, match="'Unit'.*'speed'"):
+        world = load_into(UnitV3)
+    assert list(world.store(UnitV3).live()["hp"]) == [0, 3, 2]
+
+
+def test_widened_dtype_is_cast() -> None:
+    @component(name="Unit")
+    class UnitV4:
+        hp: np.int64 = 10
+        speed: np.float64 = 1.5
+        slots: field(np.uint16, shape=3)
+
+    world = load_into(UnitV4)
+    rows = world.store(UnitV4).live()
+    assert rows["hp"].dtype == np.int64 and list(rows["hp"]) == [0, 3, 2]
+    assert rows["speed"].dtype == np.float64 and np.all(rows["speed"] == 2.5)
+    assert np.all(rows["slots"] == [1, 2, 3])
+
+
+def test_reordered_fields_are_matched_by_name() -> None:
+    @component(name="Unit")
+    class UnitV5:
+        slots: field(np.uint8, shape=3)
+        speed: np.float32 = 1.5
+        hp: np.int16 = 10
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        world = load_into(UnitV5)
+    assert list(world.store(UnitV5).live()["hp"]) == [0, 3, 2]
+
+
+@pytest.mark.parametrize(("annotation", "message"), [
+    (np.int8, "'hp': saved as int16.*now has int8"),
+    (np.uint16, "'hp': saved as int16.*now has uint16"),
+    (np.float16, "'hp': saved as int16.*now has float16"),
+])
+def test_narrowing_or_unsafe_kind_change_is_an_error(annotation: type, message: str) -> None:
+    namespace = {"__annotations__": {"hp": annotation, "speed": np.float32,
+                                     "slots": field(np.uint8, shape=3)}}
+    UnitBad = component(name="Unit")(type("UnitBad", (), namespace))
+    data, _ = saved_v1()
+    world = World()
+    world.register(UnitBad)
+    world.spawn(UnitBad())
+    before = world_state(world)
+    with pytest.raises(SaveFileError, match=f"component 'Unit' field {message}"):
+        world.restore(Snapshot.from_bytes(data))
+    assert world_state(world) == before
+
+
+def test_shape_change_is_an_error() -> None:
+    @component(name="Unit")
+    class UnitShape:
+        hp: np.int16 = 10
+        speed: np.float32 = 1.5
+        slots: field(np.uint8, shape=4)
+
+    with pytest.raises(SaveFileError, match=r"'slots': saved with shape \(3,\).*\(4,\)"):
+        load_into(UnitShape)
+
+
+def test_scalar_to_array_field_is_a_shape_change() -> None:
+    @component(name="Unit")
+    class UnitShape2:
+        hp: field(np.int16, shape=2)
+        speed: np.float32 = 1.5
+        slots: field(np.uint8, shape=3)
+
+    with pytest.raises(SaveFileError, match=r"'hp': saved with shape \(\)"):
+        load_into(UnitShape2)
+
+
+def test_unknown_component_is_an_error_naming_it() -> None:
+    data, _ = saved_v1()
+    world = World()
+    with pytest.raises(SaveFileError, match="unknown component 'Unit'.*register"):
+        world.restore(Snapshot.from_bytes(data))
+    assert len(world) == 0 and world.component_types == ()
+
+
+def test_failed_migration_emits_no_warning_and_changes_nothing() -> None:
+    @component(name="Unit")
+    class UnitMixed:
+        hp: np.int8 = 0  # narrowing: an error
+        slots: field(np.uint8, shape=3)  # speed removed: would warn
+
+    data, _ = saved_v1()
+    world = World()
+    world.register(UnitMixed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SaveFileError, match="'hp'"):
+            world.restore(Snapshot.from_bytes(data))
+
+
+def test_migrate_rows_returns_the_same_array_when_nothing_changed() -> None:
+    from ecs_engine import schema_of
+
+    schema = schema_of(UnitV1)
+    rows = np.zeros(3, schema.dtype)
+    assert migrate_rows("Unit", rows, schema) is rows
+
+
+def test_tag_gaining_a_field_takes_the_default() -> None:
+    @component(name="Marker")
+    class MarkerV1: ...
+
+    @component(name="Marker")
+    class MarkerV2:
+        level: np.int32 = 4
+
+    world = World()
+    world.spawn_batch(MarkerV1(), count=3)
+    data = bytes(world.snapshot().to_bytes())
+    other = World()
+    other.register(MarkerV2)
+    other.restore(Snapshot.from_bytes(data))
+    assert list(other.store(MarkerV2).live()["level"]) == [4, 4, 4]

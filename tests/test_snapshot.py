@@ -1,0 +1,323 @@
+"""In-memory snapshots: exact restore, immutability, sharing of unchanged parts, events."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ecs_engine import NULL, Entity, RestoreEvent, SaveFileError, Snapshot, World, component, field
+from ecs_engine.entity import key_generation, key_slot
+from tests.world_state import check_invariants, world_state
+
+
+@component
+class Pos:
+    x: np.float64 = 0.0
+    y: np.float64 = 0.0
+
+
+@component
+class Vel:
+    dx: np.float32 = 0.0
+    dy: np.float32 = 0.0
+
+
+@component
+class Target:
+    entity: Entity = NULL
+
+
+@component
+class Inventory:
+    items: field(np.uint16, shape=4)
+    count: np.uint8 = 0
+
+
+@component
+class Frozen: ...
+
+
+def populated(n: int = 20, seed: int = 7) -> tuple[World, np.ndarray]:
+    """A world with references, holes in the slot table, a subarray field, a tag, a group."""
+    world = World(seed=seed)
+    keys = world.spawn_batch(Pos(x=np.arange(n, dtype=np.float64), y=1.0), Vel(dx=2.0),
+                             count=n)
+    for i in range(0, n, 3):
+        world.add(keys[i], Target(entity=keys[(i + 1) % n]))
+    for i in range(0, n, 4):
+        world.add(keys[i], Inventory(items=[i, i + 1, i + 2, i + 3], count=4))
+    world.add(keys[1], Frozen())
+    world.despawn_batch(keys[5:8])
+    with world.query(Pos, Vel) as q:  # auto-creates an owning group
+        q[Pos]["y"] += q[Vel]["dx"]
+    world.resources["score"] = 12
+    world.resources["names"] = ["a", "b"]
+    world.rng.random(3)
+    world.tick = 5
+    return world, keys
+
+
+def test_restore_brings_back_every_part_of_the_state() -> None:
+    world, keys = populated()
+    before = world_state(world)
+    snap = world.snapshot()
+    world.despawn_batch(keys[10:15])
+    world.spawn_batch(Pos(), Target(entity=keys[0]), count=7)
+    with world.query(Pos) as q:
+        q[Pos]["x"] = -1
+    world.remove(keys[1], Frozen)
+    world.resources["score"] = 99
+    world.resources["names"].append("c")
+    world.rng.random(10)
+    world.tick = 50
+    assert world_state(world) != before
+    world.restore(snap)
+    assert world_state(world) == before
+    check_invariants(world)
+
+
+def test_snapshot_can_be_restored_many_times_and_several_held_at_once() -> None:
+    world, keys = populated()
+    snaps, states = [], []
+    for step in range(4):
+        snaps.append(world.snapshot())
+        states.append(world_state(world))
+        world.spawn(Pos(x=step))
+        world.despawn(keys[step * 2 + 8])
+        world.rng.random()
+    for i in [2, 0, 3, 0, 1, 1, 3]:
+        world.restore(snaps[i])
+        assert world_state(world) == states[i]
+        check_invariants(world)
+        world.spawn(Vel())  # diverge again before the next restore
+        world.rng.integers(10)
+
+
+def test_keys_and_references_are_valid_after_restore() -> None:
+    world, keys = populated()
+    snap = world.snapshot()
+    world.despawn_batch(keys[:4])
+    assert not world.is_alive(keys[0])
+    world.restore(snap)
+    ref = int(world.get(keys[0], Target)["entity"])
+    assert ref == keys[1] and world.is_alive(ref)
+    assert world.get(ref, Pos)["x"] == 1.0
+    assert list(world.get(keys[4], Inventory)["items"]) == [4, 5, 6, 7]
+    assert world.has(keys[1], Frozen)
+
+
+def test_stale_keys_stay_stale_and_the_next_spawn_matches() -> None:
+    world, keys = populated()
+    stale = keys[6]
+    snap = world.snapshot()
+    expected = [world.spawn(Pos()) for _ in range(4)]  # reuses freed slots 7, 6, 5, then new
+    assert key_slot(expected[0]) == key_slot(keys[7])
+    assert key_generation(expected[0]) == key_generation(keys[7]) + 1
+    world.restore(snap)
+    assert not world.is_alive(stale)
+    with pytest.raises(KeyError, match="despawned"):
+        world.get(stale, Pos)
+    assert [world.spawn(Pos()) for _ in range(4)] == expected
+
+
+def test_snapshot_arrays_are_read_only_and_unaffected_by_later_changes() -> None:
+    world, keys = populated()
+    snap = world.snapshot()
+    x_before = snap.store("Pos").data["x"].copy()
+    for arr in snap.arrays():
+        assert not arr.flags.writeable
+        if arr.size:
+            with pytest.raises(ValueError, match="read-only"):
+                arr.reshape(-1)[:1] = arr.reshape(-1)[:1]
+    world.resources["names"].append("z")  # resources are deep-copied
+    with world.query(Pos) as q:
+        q[Pos]["x"] += 100
+    assert np.array_equal(snap.store("Pos").data["x"], x_before)
+    assert snap.resources["names"] == ["a", "b"]
+    world.restore(snap)
+    world.resources["names"].append("y")  # ... on restore too
+    assert snap.resources["names"] == ["a", "b"]
+
+
+def test_unchanged_stores_and_slot_table_are_shared_between_snapshots() -> None:
+    world, keys = populated()
+    first = world.snapshot()
+    with world.query(Pos, readonly=(Pos,)) as q:  # read-only: no version bump
+        assert len(q)
+    second = world.snapshot()
+    for a, b in zip(first.stores, second.stores, strict=True):
+        assert a.data is b.data and a.entities is b.entities
+    assert first.slots is second.slots
+    with world.query(Vel) as q:
+        q[Vel]["dx"] += 1
+    third = world.snapshot()
+    assert third.store("Vel").data is not second.store("Vel").data
+    assert third.store("Vel").entities is second.store("Vel").entities  # layout unchanged
+    assert third.store("Pos").data is second.store("Pos").data
+    assert third.slots is second.slots
+    world.spawn(Frozen())
+    fourth = world.snapshot()
+    assert fourth.slots is not third.slots
+    assert fourth.store("Frozen").entities is not third.store("Frozen").entities
+    assert fourth.store("Pos").data is third.store("Pos").data
+
+
+def test_sharing_continues_from_a_restored_snapshot() -> None:
+    world, keys = populated()
+    first = world.snapshot()
+    with world.query(Vel) as q:
+        q[Vel]["dx"] += 1
+    world.restore(first)
+    again = world.snapshot()
+    assert again.store("Vel").data is first.store("Vel").data
+    assert again.slots is first.slots
+
+
+def test_restore_copies_only_what_differs_but_always_gets_it_right() -> None:
+    world, keys = populated()
+    snap = world.snapshot()
+    pos_data = world.store(Pos).data
+    with world.query(Vel) as q:
+        q[Vel]["dx"] = 5
+    world.restore(snap)
+    assert world.store(Pos).data is pos_data  # untouched store kept its buffer
+    assert np.all(world.store(Vel).data[: world.count(Vel)]["dx"] == 2.0)
+
+
+def test_store_created_after_the_snapshot_is_emptied_by_restore() -> None:
+    @component
+    class Late:
+        v: np.int32 = 0
+
+    world, keys = populated()
+    snap = world.snapshot()
+    world.add(keys[0], Late(v=3))
+    world.restore(snap)
+    assert world.count(Late) == 0 and not world.has(keys[0], Late)
+    check_invariants(world)
+
+
+def test_groups_come_back_and_queries_stay_aligned() -> None:
+    world, keys = populated()
+    assert len(world._groups) == 1
+    snap = world.snapshot()
+    for g in world._groups:
+        g.disband()
+    world._groups = []
+    world.group(Pos, Target)
+    world.restore(snap)
+    assert [tuple(s.schema.name for s in g.stores) for g in world._groups] == [("Pos", "Vel")]
+    with world.query(Pos, Vel) as q:
+        assert q.aligned
+        assert np.array_equal(q[Pos]["y"], 1.0 + q[Vel]["dx"])
+    world.add(world.spawn(Pos()), Vel(dx=1))  # group keeps tracking after restore
+    check_invariants(world)
+
+
+def test_rng_draws_repeat_after_restore() -> None:
+    world, _ = populated()
+    snap = world.snapshot()
+    first = world.rng.random(5)
+    world.restore(snap)
+    assert np.array_equal(world.rng.random(5), first)
+
+
+def test_rng_of_another_bit_generator_type_is_restored() -> None:
+    world, _ = populated()
+    world.rng = np.random.Generator(np.random.MT19937(3))
+    snap = world.snapshot()
+    draws = world.rng.random(3)
+    world.rng = np.random.default_rng(1)  # a PCG64 now
+    rng_before = world.rng
+    world.restore(snap)
+    assert type(world.rng.bit_generator).__name__ == "MT19937"
+    assert world.rng is not rng_before
+    assert np.array_equal(world.rng.random(3), draws)
+
+
+def test_restore_event_reports_source_tick_and_snapshot() -> None:
+    world, _ = populated()
+    events: list[RestoreEvent] = []
+    world.on_restore(lambda w, e: events.append(e))
+    snap = world.snapshot()
+    world.tick = 42
+    world.restore(snap)
+    assert len(events) == 1
+    assert events[0].source == "memory" and events[0].previous_tick == 42
+    assert events[0].snapshot is snap and world.tick == 5
+
+
+def test_restore_event_source_is_file_after_load(tmp_path) -> None:
+    world, _ = populated()
+    seen: list[tuple[str, int]] = []
+    world.on_restore(lambda w, e: seen.append((e.source, w.count(Pos))))
+    world.save(tmp_path / "s.sav")
+    world.spawn(Pos())
+    world.load(tmp_path / "s.sav")
+    assert seen == [("file", 17)]
+
+
+def test_restore_callback_sees_the_restored_state() -> None:
+    world, keys = populated()
+    snap = world.snapshot()
+    world.despawn(keys[0])
+    alive: list[bool] = []
+    world.on_restore(lambda w, e: alive.append(w.is_alive(keys[0])))
+    world.restore(snap)
+    assert alive == [True]
+
+
+def test_cannot_snapshot_or_restore_inside_a_query() -> None:
+    world, _ = populated()
+    snap = world.snapshot()
+    with world.query(Pos) as q:
+        with pytest.raises(RuntimeError, match="query is open"):
+            world.snapshot()
+        with pytest.raises(RuntimeError, match="query is open"):
+            world.restore(snap)
+        assert len(q) == 17
+
+
+def test_snapshot_of_one_world_restores_into_another() -> None:
+    world, keys = populated()
+    snap = world.snapshot()
+    other = World()
+    other.spawn_batch(Vel(), count=50)
+    other.restore(snap)
+    assert world_state(other) == world_state(world)
+    check_invariants(other)
+    assert other.spawn(Pos()) == world.spawn(Pos())
+
+
+def test_foreign_snapshot_with_inconsistent_slot_table_is_rejected() -> None:
+    world, keys = populated()
+    snap = world.snapshot()
+    other = World()
+    other.spawn(Pos(x=1))
+    before = world_state(other)
+    bad_free = np.append(snap.slots.free, snap.slots.free[:1])
+    broken = Snapshot(snap.stores, type(snap.slots)(snap.slots.generations, snap.slots.alive,
+                                                     bad_free),
+                      snap.groups, snap.resources, snap.tick, snap.rng_state)
+    with pytest.raises(SaveFileError, match="free list"):
+        other.restore(broken)
+    assert world_state(other) == before
+
+
+def test_empty_world_round_trips() -> None:
+    world = World(seed=1)
+    snap = world.snapshot()
+    world.spawn(Pos())
+    world.restore(snap)
+    assert len(world) == 0 and world.count(Pos) == 0
+    assert snap.entity_count == 0 and snap.nbytes == 0
+
+
+def test_snapshot_reports_entity_count_and_bytes() -> None:
+    world, _ = populated()
+    snap = world.snapshot()
+    assert snap.entity_count == len(world) == 17
+    assert snap.nbytes == sum(a.nbytes for a in snap.arrays())
+    assert snap.store("Pos").n == 17
+    with pytest.raises(KeyError, match="no component 'Nope'"):
+        snap.store("Nope")
