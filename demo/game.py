@@ -473,10 +473,6 @@ class Game:
             return False
         self.last_restore = Timing("rewind", (self._clock() - start) * 1e6, snap.nbytes)
         self.message = f"rewinding: tick {self.world.tick}"
-        # History.rewind forgets the state it restored; keep it (sharing every array, so
-        # nearly free) so the history always ends with what is on screen: the next step
-        # goes exactly one further back, and playing on never skips this state.
-        self._record(timed=False)
         return True
 
     # -- read-outs ---------------------------------------------------------------------

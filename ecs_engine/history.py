@@ -63,14 +63,18 @@ class History:
         return snap
 
     def rewind(self, world: World) -> Snapshot | None:
-        """Step back: restore the newest snapshot that differs from the live state and
-        forget it. Returns it, or None when the history is used up."""
+        """Step back: forget the snapshots equal to the live state, restore the newest one
+        that differs and keep it as the newest (it is what the world shows now, so the
+        next rewind goes one further back). Returns it, or None when nothing older is left.
+        """
         while self._snaps:
-            snap = self._snaps.pop()
-            self._drop(snap)
+            snap = self._snaps[-1]
             if not is_current(world, snap):
                 world.restore(snap)
                 return snap
+            if len(self._snaps) == 1:
+                return None  # the oldest state is the live one: nothing to go back to
+            self._drop(self._snaps.pop())
         return None
 
     def clear(self) -> None:

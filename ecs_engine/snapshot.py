@@ -38,6 +38,9 @@ class StoreSnapshot:
     data_version: int = 0  # 0: from a file, never equal to a live version
     layout_version: int = 0
     ctype: type | None = None
+    # slot -> row for slots [0, high water), kept for dense stores so a restore is a memcpy
+    # instead of a scatter; None when rebuilt from ``entities`` (sparse stores, files).
+    sparse: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -62,6 +65,8 @@ class Snapshot:
         out = [self.slots.generations, self.slots.alive, self.slots.free]
         for s in self.stores:
             out += [s.data, s.entities]
+            if s.sparse is not None:
+                out.append(s.sparse)
         return out
 
     @property
@@ -126,16 +131,19 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
         name = store.schema.name
         old = reuse.get(name)
         if old is not None and old.layout_version == store.layout_version:
-            entities = old.entities
+            entities, sparse = old.entities, old.sparse
         else:
             entities = _frozen(clone(store.entities[: store.n]))
+            hw = world._slots.high_water
+            # Dense stores keep their index: restoring it is a memcpy, not a scatter.
+            sparse = _frozen(clone(store.sparse[:hw])) if store.n * 8 >= hw else None
         if old is not None and old.data_version == store.data_version:
             data = old.data
         else:
             data = _frozen(clone(store.data[: store.n]))
         in_group = store.owner is not None and id(store.owner) in group_of
         stores.append(StoreSnapshot(name, data, entities, store.group_size if in_group else 0,
-                                    store.data_version, store.layout_version, ctype))
+                                    store.data_version, store.layout_version, ctype, sparse))
     slotmap = world._slots
     if previous is not None and previous.origin is world._versions and (
         previous.slot_version == slotmap.version
@@ -273,6 +281,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     # From here on nothing can fail: apply.
     previous_tick = world.tick
     slotmap = world._slots
+    old_high_water = slotmap.high_water
     if not own or slotmap.version != snap.slot_version:
         slotmap.set_table(snap.slots, snap.slot_version if own else next(world._versions))
     capacity = slotmap.capacity
@@ -287,13 +296,17 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     for s in snap.stores:
         store = world._stores[types[s.name]]
         if not own or store.layout_version != s.layout_version:
-            if store.n * 4 >= len(store.sparse):
-                store.sparse.fill(-1)
-            else:
-                store.sparse[key_slots(store.entities[: store.n])] = -1
             store.reserve(s.n)
+            if own and s.sparse is not None:
+                copy_into(store.sparse[: len(s.sparse)], s.sparse)
+                store.sparse[len(s.sparse) : old_high_water] = -1
+            else:
+                if store.n * 4 >= old_high_water:
+                    store.sparse[:old_high_water] = -1
+                else:
+                    store.sparse[key_slots(store.entities[: store.n])] = -1
+                store.sparse[key_slots(s.entities)] = np.arange(s.n, dtype=np.int32)
             copy_into(store.entities[: s.n], s.entities)
-            store.sparse[key_slots(s.entities)] = np.arange(s.n, dtype=np.int32)
             store.n = s.n
             store.layout_version = s.layout_version if own else next(world._versions)
         if not own or store.data_version != s.data_version:

@@ -14,7 +14,7 @@ from ecs_engine.memcopy import copy_into
 
 def key_slots(keys: np.ndarray) -> np.ndarray:
     """Slot indices of a uint64 key array (int64)."""
-    return (keys & np.uint64(SLOT_MASK)).astype(np.int64)
+    return (keys & np.uint64(SLOT_MASK)).view(np.int64)  # masked values fit: a view is exact
 
 
 def key_slots_view(keys: np.ndarray) -> np.ndarray:

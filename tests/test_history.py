@@ -51,7 +51,9 @@ def test_rewind_steps_back_one_recorded_frame_at_a_time() -> None:
         snap = history.rewind(world)
         assert snap is not None and world_state(world) == expected
         check_invariants(world)
-    assert history.rewind(world) is None and len(history) == 0
+    # The oldest state is on screen and kept: rewinding further does nothing.
+    assert history.rewind(world) is None and len(history) == 1
+    assert world_state(world) == states[0]
 
 
 def test_rewind_skips_a_snapshot_equal_to_the_live_state() -> None:
@@ -62,7 +64,7 @@ def test_rewind_skips_a_snapshot_equal_to_the_live_state() -> None:
     advance(world)
     history.record(world)  # identical to the live state: rewinding it would do nothing
     snap = history.rewind(world)
-    assert snap is not None and world_state(world) == first and len(history) == 0
+    assert snap is not None and world_state(world) == first and len(history) == 1
 
 
 def test_rewind_with_array_resources_compares_them_safely() -> None:
@@ -74,7 +76,7 @@ def test_rewind_with_array_resources_compares_them_safely() -> None:
     history.record(world)
     assert history.rewind(world) is not None  # the live state equals the newest: skipped
     assert np.array_equal(world.resources["grid"], np.zeros((4, 4)))
-    assert len(history) == 0
+    assert len(history) == 1  # the restored (oldest) snapshot stays as the newest
 
 
 def test_rewind_notices_a_group_created_since_the_snapshot() -> None:
@@ -104,14 +106,15 @@ def test_capacity_evicts_the_oldest() -> None:
 
 def test_max_bytes_evicts_the_oldest_but_keeps_one() -> None:
     world = make_world(1000)
-    history = History(capacity=100, max_bytes=80_000)
+    history = History(capacity=100, max_bytes=96_000)
     for _ in range(20):
         history.record(world)
         advance(world)
-        assert history.nbytes <= 80_000
-    # one full copy: 2000 slots (5 bytes each) and two stores of 1000 rows (8 + 8 bytes);
-    # every later frame adds only a new Pos column of 8000 bytes
-    full = 2000 * 5 + 2 * 1000 * 16
+        assert history.nbytes <= 96_000
+    # one full copy: 2000 slots (5 bytes each), two stores of 1000 rows (8 + 8 bytes) and
+    # their slot -> row index (4 bytes a slot); every later frame adds only a new Pos
+    # column of 8000 bytes
+    full = 2000 * 5 + 2 * 1000 * 16 + 2 * 2000 * 4
     assert len(history) == 5 and history.nbytes == full + 4 * 8000
     tiny = History(max_bytes=1)
     tiny.record(world)
@@ -134,7 +137,9 @@ def test_nbytes_counts_shared_arrays_once() -> None:
     assert history.nbytes == full + 5 * 500 * 8
     while history.rewind(world) is not None:
         assert history.nbytes == unique_bytes(history)
-    assert history.nbytes == 0
+    assert len(history) == 1 and history.nbytes == full  # back to the first snapshot
+    history.clear()
+    assert history.nbytes == 0 and len(history) == 0
 
 
 def test_nbytes_after_eviction_releases_only_unshared_arrays() -> None:
