@@ -74,7 +74,7 @@ class Query:
             for ctype, arr in self._gathered.items():
                 store = self._stores[ctype]
                 store.data[self._rows[ctype]] = arr
-                store.touch()
+                store.touch(self._rows[ctype])
         finally:
             self._open = False
             self._cache.clear()
@@ -136,7 +136,7 @@ class Query:
             if ctype in self.readonly:
                 arr = _readonly(arr)
             else:
-                store.touch()
+                store.touch(rows)
         else:
             arr = store.data[rows]
             if ctype in self.readonly:

@@ -37,11 +37,12 @@ class Record:
 
     def __getitem__(self, name: str) -> Any:
         self._check_field(name)
-        value = self._store.data[name][self._row()]
+        row = self._row()
+        value = self._store.data[name][row]
         if isinstance(value, np.ndarray):
             # A subarray field: a writable view (``rec["kinds"][2] = 7`` works), valid
             # until rows next move; handing it out counts as a write.
-            self._store.touch()
+            self._store.touch(slice(row, row + 1))
         return value
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -52,7 +53,7 @@ class Record:
                              f"batch of {count}")
         row = self._row()
         self._store.data[name][row] = arr
-        self._store.touch()
+        self._store.touch(slice(row, row + 1))
 
     def _check_field(self, name: str) -> None:
         if name not in self._store.schema.field_names:

@@ -15,7 +15,7 @@ import contextlib
 import math
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,23 +111,25 @@ def _field_columns(data: np.ndarray) -> Iterator[tuple[str, np.dtype, tuple[int,
         yield name, base, tuple(shape)
 
 
-def _meta(snap: Snapshot) -> tuple[dict[str, Any], list[tuple[_Column, np.ndarray]]]:
+def _meta(snap: Snapshot) -> tuple[dict[str, Any], list[tuple[_Column, list[np.ndarray]]]]:
     """The metadata map and the bulk columns (with their source arrays), in file order."""
     slots = snap.slots
     hw, nfree = len(slots.generations), len(slots.free)
     columns = [
-        (_Column("slot generations", _SLOT_DTYPES[0], hw), slots.generations),
-        (_Column("slot alive flags", _SLOT_DTYPES[1], hw), slots.alive),
-        (_Column("slot free list", _SLOT_DTYPES[2], nfree), slots.free),
+        (_Column("slot generations", _SLOT_DTYPES[0], hw), [slots.generations]),
+        (_Column("slot alive flags", _SLOT_DTYPES[1], hw), [slots.alive]),
+        (_Column("slot free list", _SLOT_DTYPES[2], nfree), [slots.free]),
     ]
     components = []
     for s in snap.stores:
         fields = []
-        columns.append((_Column(f"component {s.name!r} entities", KEY_DTYPE, s.n), s.entities))
-        for name, base, shape in _field_columns(s.data):
+        columns.append((_Column(f"component {s.name!r} entities", KEY_DTYPE, s.n),
+                        [s.entities]))
+        for name, base, shape in _field_columns(s.chunks[0]):
             fields.append({"name": name, "dtype": wire_dtype(base), "shape": list(shape)})
             columns.append((_Column(f"component {s.name!r} field {name!r}",
-                                    base.newbyteorder("<"), s.n, shape), s.data[name]))
+                                    base.newbyteorder("<"), s.n, shape),
+                            [chunk[name] for chunk in s.chunks]))
         components.append({"name": s.name, "count": s.n, "group_size": s.group_size,
                            "fields": fields})
     meta = {
@@ -161,9 +163,9 @@ class _Writer:
         self.pos = end
         self._hash()
 
-    def put_column(self, col: _Column, src: np.ndarray) -> None:
-        """Copy ``src`` (rows x shape, maybe strided) as contiguous little-endian bytes,
-        after alignment padding and the bin header."""
+    def put_column(self, col: _Column, pieces: Sequence[np.ndarray]) -> None:
+        """Copy ``pieces`` (consecutive row ranges, each rows x shape, maybe strided) as
+        contiguous little-endian bytes, after alignment padding and the bin header."""
         self.put(b"\xc0" * _pad(self.pos, col.nbytes) + _bin_header(col.nbytes))
         if col.nbytes == 0:
             return
@@ -171,11 +173,16 @@ class _Writer:
         out = self.buf[start : start + col.nbytes].view(col.dtype)
         out = out.reshape((col.rows, *col.shape))
         step = max(1, CHUNK // row_bytes)
-        for r in range(0, col.rows, step):
-            stop = min(col.rows, r + step)
-            np.copyto(out[r:stop], src[r:stop])
-            self.pos = start + stop * row_bytes
-            self._hash()
+        first = 0
+        for src in pieces:
+            for r in range(0, len(src), step):
+                stop = min(len(src), r + step)
+                np.copyto(out[first + r : first + stop], src[r:stop])
+                self.pos = start + (first + stop) * row_bytes
+                self._hash()
+            first += len(src)
+        if first != col.rows:
+            raise AssertionError(f"save writer: {col.label} has {first} of {col.rows} rows")
 
     def finish(self) -> np.ndarray:
         self._hash(final=True)
@@ -490,7 +497,7 @@ def _body(buf: np.ndarray, pos: int, end: int) -> Snapshot:
         entities = arrays[at].astype(KEY_DTYPE, copy=False)
         data = _rows(c, arrays[at + 1 : at + 1 + len(c.fields)])
         at += 1 + len(c.fields)
-        stores.append(StoreSnapshot(c.name, data, entities, c.group_size))
+        stores.append(StoreSnapshot(c.name, (data,), entities, c.group_size))
     return Snapshot(stores=tuple(stores), slots=slots, groups=groups, resources=resources,
                     tick=tick, rng_state=rng_state)
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ecs_engine.memcopy import clone, copy_into
 from ecs_engine.slotmap import SlotTable
+from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
@@ -29,10 +30,12 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class StoreSnapshot:
-    """One store's live rows. ``data`` has the dtype it was saved with."""
+    """One store's live rows, as consecutive chunks (``CHUNK_ROWS`` rows each when taken
+    from a world, so unchanged chunks are shared between snapshots; one chunk when read
+    from a file). The rows have the dtype they were saved with."""
 
     name: str
-    data: np.ndarray
+    chunks: tuple[np.ndarray, ...]  # at least one (maybe empty) chunk
     entities: np.ndarray
     group_size: int = 0
     data_version: int = 0  # 0: from a file, never equal to a live version
@@ -41,10 +44,18 @@ class StoreSnapshot:
     # slot -> row for slots [0, high water), kept for dense stores so a restore is a memcpy
     # instead of a scatter; None when rebuilt from ``entities`` (sparse stores, files).
     sparse: np.ndarray | None = None
+    chunk_versions: np.ndarray | None = None  # data version of each chunk (world snapshots)
 
     @property
     def n(self) -> int:
         return len(self.entities)
+
+    @property
+    def data(self) -> np.ndarray:
+        """All rows as one array (joins the chunks: a copy when there are several)."""
+        if len(self.chunks) == 1:
+            return self.chunks[0]
+        return _frozen(np.concatenate(self.chunks))
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +75,7 @@ class Snapshot:
         """Every array this snapshot holds (some may be shared with other snapshots)."""
         out = [self.slots.generations, self.slots.alive, self.slots.free]
         for s in self.stores:
-            out += [s.data, s.entities]
+            out += [*s.chunks, s.entities]
             if s.sparse is not None:
                 out.append(s.sparse)
         return out
@@ -120,6 +131,24 @@ class RestoreEvent:
     previous_tick: int
 
 
+def _copy_chunks(store: ComponentStore, old: StoreSnapshot | None,
+                 ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The store's live rows as chunks; chunks whose version did not move since ``old``
+    (same layout) are shared with it."""
+    n = store.n
+    count = max(1, -(-n // CHUNK_ROWS))
+    live = store.chunk_versions[:count]
+    same_rows = (old is not None and old.chunk_versions is not None
+                 and old.layout_version == store.layout_version and len(old.chunks) == count)
+    chunks = []
+    for i in range(count):
+        if same_rows and old.chunk_versions[i] == live[i]:  # type: ignore[union-attr]
+            chunks.append(old.chunks[i])  # type: ignore[union-attr]
+        else:
+            chunks.append(_frozen(clone(store.data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)])))
+    return tuple(chunks), _frozen(live.copy())
+
+
 def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
     """Copy the world's state, sharing parts unchanged since ``previous``."""
     reuse: dict[str, StoreSnapshot] = {}
@@ -138,12 +167,13 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
             # Dense stores keep their index: restoring it is a memcpy, not a scatter.
             sparse = _frozen(clone(store.sparse[:hw])) if store.n * 8 >= hw else None
         if old is not None and old.data_version == store.data_version:
-            data = old.data
+            chunks, chunk_versions = old.chunks, old.chunk_versions
         else:
-            data = _frozen(clone(store.data[: store.n]))
+            chunks, chunk_versions = _copy_chunks(store, old)
         in_group = store.owner is not None and id(store.owner) in group_of
-        stores.append(StoreSnapshot(name, data, entities, store.group_size if in_group else 0,
-                                    store.data_version, store.layout_version, ctype, sparse))
+        stores.append(StoreSnapshot(name, chunks, entities, store.group_size if in_group else 0,
+                                    store.data_version, store.layout_version, ctype, sparse,
+                                    chunk_versions))
     slotmap = world._slots
     if previous is not None and previous.origin is world._versions and (
         previous.slot_version == slotmap.version
@@ -253,6 +283,19 @@ def _rng_for(world: World, snap: Snapshot) -> np.random.Generator:
     return np.random.Generator(bitgen)
 
 
+def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
+    """Copy back the chunks whose version differs from the live one (all of them after
+    a layout change, which moves every chunk's version)."""
+    live = store.chunk_versions
+    saved = s.chunk_versions
+    for i, chunk in enumerate(s.chunks):
+        if saved is None or live[i] != saved[i]:
+            copy_into(store.data[i * CHUNK_ROWS : i * CHUNK_ROWS + len(chunk)], chunk)
+    if saved is not None:
+        live[: len(saved)] = saved
+    store.data_version = s.data_version
+
+
 def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> None:
     """Make the world's state equal to ``snap``; validates everything before changing it."""
     from ecs_engine.component import schema_of
@@ -274,7 +317,9 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     if not own:
         _validate_foreign(world, snap, types)
     rng = _rng_for(world, snap)
-    datas = {s.name: migrate_rows(s.name, s.data, schema_of(types[s.name])) for s in snap.stores}
+    datas = {} if own else {
+        s.name: migrate_rows(s.name, s.data, schema_of(types[s.name])) for s in snap.stores
+    }
     for ctype in types.values():  # registering can fail (name clash): before any change
         world._store(ctype)
 
@@ -309,9 +354,11 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
             copy_into(store.entities[: s.n], s.entities)
             store.n = s.n
             store.layout_version = s.layout_version if own else next(world._versions)
-        if not own or store.data_version != s.data_version:
+        if not own:
             copy_into(store.data[: s.n], datas[s.name])
-            store.data_version = s.data_version if own else next(world._versions)
+            store.touch()
+        elif store.data_version != s.data_version:
+            _restore_chunks(store, s)
     by_name = {s.name: s for s in snap.stores}
     for names in snap.groups:
         stores = [world._stores[types[n]] for n in names]

@@ -11,6 +11,8 @@ from ecs_engine.component import ComponentSchema
 from ecs_engine.entity import KEY_DTYPE, SLOT_MASK
 from ecs_engine.memcopy import copy_into
 
+CHUNK_ROWS = 16384  # rows per versioned chunk: snapshots share unchanged chunks
+
 
 def key_slots(keys: np.ndarray) -> np.ndarray:
     """Slot indices of a uint64 key array (int64)."""
@@ -45,6 +47,10 @@ class ComponentStore:
         self._versions = versions if versions is not None else itertools.count(1)
         self.data_version = next(self._versions)
         self.layout_version = next(self._versions)
+        # The data version of each chunk of CHUNK_ROWS rows: a write to a few rows moves
+        # only their chunks, so a snapshot re-copies only those (e.g. movers grouped at
+        # the front of a store shared with static colliders).
+        self.chunk_versions = np.full(-(-capacity // CHUNK_ROWS), self.data_version, np.int64)
         self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
         self.owner: object | None = None  # the Group that owns this store
 
@@ -62,14 +68,25 @@ class ComponentStore:
         """Moves on every change (values or layout)."""
         return self.data_version
 
-    def touch(self) -> None:
-        """Values changed (or a writable view was handed out)."""
-        self.data_version = next(self._versions)
+    def touch(self, rows: slice | np.ndarray | None = None) -> None:
+        """Values changed (or a writable view was handed out): in ``rows``, or anywhere."""
+        version = next(self._versions)
+        self.data_version = version
+        if rows is None:
+            self.chunk_versions[:] = version
+        elif isinstance(rows, slice):
+            start, stop, _ = rows.indices(self.capacity)
+            if stop > start:
+                self.chunk_versions[start // CHUNK_ROWS : (stop - 1) // CHUNK_ROWS + 1] = version
+        elif len(rows):
+            hit = np.zeros(len(self.chunk_versions), np.bool_)
+            hit[np.asarray(rows) // CHUNK_ROWS] = True  # O(rows), no sort
+            self.chunk_versions[hit] = version
 
     def touch_layout(self) -> None:
         """Rows were added, removed or moved (values move with them)."""
         self.layout_version = next(self._versions)
-        self.data_version = next(self._versions)
+        self.touch()
 
     def ensure_slots(self, slot_capacity: int) -> None:
         if slot_capacity > len(self.sparse):
@@ -86,6 +103,9 @@ class ComponentStore:
         entities = np.zeros(cap, KEY_DTYPE)
         entities[: self.n] = self.entities[: self.n]
         self.data, self.entities = data, entities
+        chunks = np.full(-(-cap // CHUNK_ROWS), self.data_version, np.int64)
+        chunks[: len(self.chunk_versions)] = self.chunk_versions
+        self.chunk_versions = chunks
 
     def rows_of(self, slots: np.ndarray) -> np.ndarray:
         """Row of each slot, -1 where absent (int64)."""

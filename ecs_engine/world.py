@@ -279,7 +279,7 @@ class World:
             present = rows >= 0
             if present.all():
                 comp._write(store.data, rows)
-                store.touch()
+                store.touch(rows)
                 continue
             if present.any():
                 comp._write(store.data, rows[present], np.flatnonzero(present))

@@ -321,3 +321,52 @@ def test_snapshot_reports_entity_count_and_bytes() -> None:
     assert snap.store("Pos").n == 17
     with pytest.raises(KeyError, match="no component 'Nope'"):
         snap.store("Nope")
+
+
+def test_big_stores_share_unchanged_chunks_and_restore_them_right() -> None:
+    from ecs_engine.storage import CHUNK_ROWS
+
+    @component(name="ChunkPos")
+    class ChunkPos:
+        x: np.float64 = 0.0
+
+    @component(name="ChunkVel")
+    class ChunkVel:
+        x: np.float64 = 1.0
+
+    world = World(seed=1)
+    movers = world.spawn_batch(ChunkPos(x=np.arange(1000.0)), ChunkVel())
+    statics = world.spawn_batch(ChunkPos(x=np.arange(3 * CHUNK_ROWS, dtype=np.float64)))
+    world.group(ChunkPos, ChunkVel)  # movers are the first rows of ChunkPos
+
+    def tick() -> None:
+        with world.query(ChunkPos, ChunkVel, readonly=(ChunkVel,)) as q:
+            q[ChunkPos]["x"] += q[ChunkVel]["x"]
+
+    first = world.snapshot()
+    state_first = world_state(world)
+    tick()
+    second = world.snapshot()
+    state_second = world_state(world)
+    a, b = first.store("ChunkPos"), second.store("ChunkPos")
+    assert len(a.chunks) == len(b.chunks) == 4
+    assert a.chunks[0] is not b.chunks[0]  # the movers' chunk was copied again
+    assert all(x is y for x, y in zip(a.chunks[1:], b.chunks[1:], strict=True))  # rest shared
+    # A write to one entity moves only the chunk its row is in (the last one here).
+    world.get(statics[-1], ChunkPos)["x"] = -5.0
+    third = world.snapshot().store("ChunkPos")
+    assert third.chunks[0] is b.chunks[0] and third.chunks[1] is b.chunks[1]
+    assert third.chunks[3] is not b.chunks[3]
+    world.restore(first)
+    assert world_state(world) == state_first
+    world.restore(second)
+    assert world_state(world) == state_second
+    check_invariants(world)
+    # A churned layout (every row may move) copies every chunk back.
+    world.despawn_batch(movers[:10])
+    world.restore(first)
+    assert world_state(world) == state_first
+    loaded = World()
+    loaded.register(ChunkPos, ChunkVel)
+    loaded.restore(Snapshot.from_bytes(second.to_bytes()))
+    assert world_state(loaded)["stores"] == state_second["stores"]
