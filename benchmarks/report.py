@@ -1,0 +1,544 @@
+"""Write a run's results: ``<timestamp>.json`` (every sample), ``latest.md`` and charts.
+
+A complete full run writes ``latest.md`` / ``latest_*.png``; a ``--quick`` run writes
+``latest-quick.*`` and a run of some scenarios only ``latest-partial.*``, so small runs never
+overwrite the full results the README shows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.config import SuiteConfig
+from benchmarks.runner import Record
+from benchmarks.scenarios import ORDER
+from benchmarks.suite import SuiteResult
+from benchmarks.targets import Index, Outcome
+
+SCHEMA = 1
+BASELINE_NAMES = ("esper", "tcod-ecs", "dicts")
+
+
+def prefix_for(cfg: SuiteConfig, result: SuiteResult) -> str:
+    if cfg.quick:
+        return "latest-quick"
+    return "latest" if set(result.scenarios) == set(ORDER) else "latest-partial"
+
+
+def write_all(result: SuiteResult, cfg: SuiteConfig, machine: dict[str, Any],
+              outcomes: list[Outcome], argv: Sequence[str] = ()) -> dict[str, Path]:
+    """Write the JSON, the Markdown and the charts; returns their paths by kind."""
+    out_dir = Path(cfg.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(result.started))
+    suffix = "-quick" if cfg.quick else ""
+    prefix = prefix_for(cfg, result)
+    paths = {"json": out_dir / f"{stamp}{suffix}.json", "md": out_dir / f"{prefix}.md"}
+    payload = {
+        "schema": SCHEMA,
+        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(result.started)),
+        "mode": "quick" if cfg.quick else "full",
+        "command": list(argv),
+        "scenarios": result.scenarios,
+        "elapsed_s": result.elapsed_s,
+        "machine": machine,
+        "config": cfg.as_json(),
+        "targets": [o.as_json() for o in outcomes],
+        "records": result.records,
+    }
+    paths["json"].write_text(_compact_json(payload))
+    charts = write_charts(result.records, out_dir, prefix) if cfg.charts else {}
+    paths.update(charts)
+    paths["md"].write_text(markdown(payload, outcomes, {k: p.name for k, p in charts.items()}))
+    return paths
+
+
+def _compact_json(payload: dict[str, Any]) -> str:
+    """Small but diffable: one line per record and per target."""
+    lines = ["{"]
+    items = list(payload.items())
+    for i, (key, value) in enumerate(items):
+        end = "," if i < len(items) - 1 else ""
+        if key in ("records", "targets") and value:
+            rows = [" " + json.dumps(v, separators=(",", ":")) for v in value]
+            lines.append(f"{json.dumps(key)}: [\n" + ",\n".join(rows) + f"\n]{end}")
+        else:
+            lines.append(f"{json.dumps(key)}: {json.dumps(value, separators=(',', ':'))}{end}")
+    return "\n".join(lines) + "\n}\n"
+
+
+# -- Markdown -----------------------------------------------------------------------------
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    ms = seconds * 1000
+    return f"{ms:.3g}" if ms < 100 else f"{ms:,.0f}"
+
+
+def _x(ratio: float | None) -> str:
+    if ratio is None:
+        return "-"
+    return f"{ratio:,.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
+
+
+def _pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.0f}%"
+
+
+def _n(n: int) -> str:
+    for unit, div in (("M", 1_000_000), ("k", 1_000)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return f"{n:,}"
+
+
+def _mb(nbytes: int | float | None) -> str:
+    return "-" if nbytes is None else f"{nbytes / 1e6:.3g}"
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]],
+           left: Sequence[int] = (0,)) -> str:
+    """A Markdown table; columns in ``left`` are left-aligned, the rest (numbers) right."""
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join(":--" if i in left else "--:" for i in range(len(headers))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+class _View:
+    """Cell helpers over one run's records."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self.records = records
+        self.ix = Index(records)
+
+    def t(self, scenario: str, op: str, contender: str, n: int,
+          variant: str = "") -> float | None:
+        return self.ix.median(scenario, op, contender, n, variant)
+
+    def cell(self, scenario: str, op: str, contender: str, n: int, variant: str = "") -> str:
+        value = self.t(scenario, op, contender, n, variant)
+        if value is not None:
+            return _ms(value)
+        row = self.ix.get(scenario, op, contender, n, variant)
+        if row is None:
+            return "-"
+        return "skipped" if row.get("status") == "skipped" else row.get("status", "-")
+
+    def sizes(self, scenario: str) -> list[int]:
+        return sorted({int(r["n"]) for r in self.records if r["scenario"] == scenario})
+
+    def notes(self, scenario: str) -> list[str]:
+        seen: list[str] = []
+        for r in self.records:
+            if r["scenario"] == scenario and r.get("status") != "ok" and r.get("note"):
+                line = f"{r['contender']} at {_n(int(r['n']))}: {r['note']}"
+                if line not in seen:
+                    seen.append(line)
+        return seen
+
+
+def _section(title: str, intro: str, table: str, notes: list[str]) -> str:
+    parts = [f"## {title}", "", intro, "", table]
+    if notes:
+        parts += [""] + [f"- {n}" for n in notes]
+    return "\n".join(parts) + "\n"
+
+
+def _baseline_cols(v: _View, scenario: str, op: str, n: int, engine: float | None,
+                   contenders: Sequence[str], variant: str = "") -> list[str]:
+    cells = []
+    for c in contenders:
+        cells += [v.cell(scenario, op, c, n, variant), _x(_div(v.t(scenario, op, c, n, variant),
+                                                              engine))]
+    return cells
+
+
+def _tick(v: _View) -> str | None:
+    sizes = v.sizes("tick")
+    if not sizes:
+        return None
+    heads = ["N", "engine ms", "numpy ms", "engine/numpy", "after 10% churn: engine ms",
+             "engine/numpy"]
+    for b in BASELINE_NAMES:
+        heads += [f"{b} ms", "×"]
+    rows = []
+    for n in sizes:
+        e = v.t("tick", "tick", "engine", n, "fresh")
+        ec = v.t("tick", "tick", "engine", n, "churned")
+        rows.append([_n(n), v.cell("tick", "tick", "engine", n, "fresh"),
+                     v.cell("tick", "tick", "numpy", n, "fresh"),
+                     _x(_div(e, v.t("tick", "tick", "numpy", n, "fresh"))),
+                     v.cell("tick", "tick", "engine", n, "churned"),
+                     _x(_div(ec, v.t("tick", "tick", "numpy", n, "churned")))]
+                    + _baseline_cols(v, "tick", "tick", n, e, BASELINE_NAMES))
+    intro = ("One `position += velocity * dt` tick over all entities, in ms. `engine/numpy`: "
+             "the owning-group query against the same numpy expression on plain pre-aligned "
+             "arrays (1.0x = no overhead). `×`: contender time / engine time (how many times "
+             "faster the engine is than that contender's idiomatic per-entity loop).")
+    return _section("Movement tick", intro, _table(heads, rows), v.notes("tick"))
+
+
+def _spawn(v: _View) -> str | None:
+    sizes = v.sizes("spawn")
+    if not sizes:
+        return None
+    heads = ["N", "engine ms", "numpy ms", "engine/numpy"]
+    for b in BASELINE_NAMES:
+        heads += [f"{b} ms", "×"]
+    rows = []
+    for n in sizes:
+        e = v.t("spawn", "spawn_batch", "engine", n)
+        rows.append([_n(n), v.cell("spawn", "spawn_batch", "engine", n),
+                     v.cell("spawn", "spawn_batch", "numpy", n),
+                     _x(_div(e, v.t("spawn", "spawn_batch", "numpy", n)))]
+                    + _baseline_cols(v, "spawn", "spawn_batch", n, e, BASELINE_NAMES))
+    intro = ("Creating N entities with Position and Velocity, in ms. `engine/numpy`: "
+             "`spawn_batch` against allocating and filling the same two structured arrays. "
+             "`×`: contender time / engine time (entities created one by one).")
+    return _section("Bulk spawn", intro, _table(heads, rows), v.notes("spawn"))
+
+
+def _copy_section(v: _View, op: str, title: str, intro: str,
+                  contenders: Sequence[str]) -> str | None:
+    sizes = [n for n in v.sizes("snapshot") if v.ix.get("snapshot", op, "engine", n, "churn")]
+    if not sizes:
+        return None
+    heads = ["N", "values: MB", "engine ms", "% of memcpy", "churn: MB", "engine ms",
+             "% of memcpy"]
+    for c in contenders:
+        heads += [f"{c} ms", "×"]
+    rows = []
+    for n in sizes:
+        cells = [_n(n)]
+        for variant in ("values", "churn"):
+            row = v.ix.get("snapshot", op, "engine", n, variant)
+            e = v.t("snapshot", op, "engine", n, variant)
+            cells += [_mb(row.get("bytes") if row else None),
+                      v.cell("snapshot", op, "engine", n, variant),
+                      _pct(_div(v.t("snapshot", op, "memcpy", n, variant), e))]
+        e = v.t("snapshot", op, "engine", n, "churn")
+        cells += _baseline_cols(v, "snapshot", op, n, e, contenders)
+        rows.append(cells)
+    return _section(title, intro, _table(heads, rows), v.notes("snapshot"))
+
+
+def _bytes(v: _View) -> str | None:
+    sizes = [n for n in v.sizes("snapshot")
+             if v.t("snapshot", "save_bytes", "engine", n, "churn") is not None]
+    if not sizes:
+        return None
+    heads = ["N", "MB", "to_bytes ms", "from_bytes ms", "(to+from) / memcpy",
+             "world→bytes→world ms"]
+    pickles = [f"{b} pickle" for b in BASELINE_NAMES]
+    for c in pickles:
+        heads += [f"{c} ms", "×"]
+    rows = []
+    for n in sizes:
+        row = v.ix.get("snapshot", "to_bytes", "engine", n, "churn")
+        to_b = v.t("snapshot", "to_bytes", "engine", n, "churn")
+        from_b = v.t("snapshot", "from_bytes", "engine", n, "churn")
+        mem = v.t("snapshot", "bytes_memcpy", "memcpy", n, "churn")
+        both = to_b + from_b if to_b is not None and from_b is not None else None
+        trip = _sum(v.t("snapshot", "save_bytes", "engine", n, "churn"),
+                    v.t("snapshot", "load_bytes", "engine", n, "churn"))
+        cells = [_n(n), _mb(row.get("bytes") if row else None), _ms(to_b), _ms(from_b),
+                 _x(_div(both, mem)), _ms(trip)]
+        for c in pickles:
+            other = _sum(v.t("snapshot", "save_bytes", c, n), v.t("snapshot", "load_bytes", c, n))
+            cells += [_ms(other) if other is not None else v.cell("snapshot", "save_bytes", c, n),
+                      _x(_div(other, trip))]
+        rows.append(cells)
+    intro = ("Save to bytes and load back, in ms (every array changed, as in the churn "
+             "variant). `(to+from) / memcpy`: `snap.to_bytes()` plus `Snapshot.from_bytes()` "
+             "against allocating and copying the snapshot's bytes once. "
+             "`world→bytes→world`: `world.snapshot().to_bytes()` then "
+             "`world.restore(Snapshot.from_bytes(b))`; `×`: the contender's "
+             "`pickle.dumps` + `pickle.loads` (installed as its world) / that engine time.")
+    return _section("Save and load through bytes", intro, _table(heads, rows), [])
+
+
+def _files(v: _View) -> str | None:
+    sizes = [n for n in v.sizes("snapshot")
+             if v.t("snapshot", "save_file", "engine", n, "churn") is not None]
+    if not sizes:
+        return None
+    heads = ["N", "file MB", "save ms", "load ms", "raw write+read ms", "engine/raw"]
+    pickles = [f"{b} pickle" for b in BASELINE_NAMES]
+    for c in pickles:
+        heads += [f"{c} ms", "×"]
+    rows = []
+    for n in sizes:
+        row = v.ix.get("snapshot", "save_file", "engine", n, "churn")
+        trip = _sum(v.t("snapshot", "save_file", "engine", n, "churn"),
+                    v.t("snapshot", "load_file", "engine", n, "churn"))
+        raw = _sum(v.t("snapshot", "save_file", "raw file", n, "churn"),
+                   v.t("snapshot", "load_file", "raw file", n, "churn"))
+        cells = [_n(n), _mb(row.get("bytes") if row else None),
+                 v.cell("snapshot", "save_file", "engine", n, "churn"),
+                 v.cell("snapshot", "load_file", "engine", n, "churn"), _ms(raw),
+                 _x(_div(trip, raw))]
+        for c in pickles:
+            other = _sum(v.t("snapshot", "save_file", c, n), v.t("snapshot", "load_file", c, n))
+            cells += [_ms(other) if other is not None else v.cell("snapshot", "save_file", c, n),
+                      _x(_div(other, trip))]
+        rows.append(cells)
+    intro = ("`world.save(path)` + `world.load(path)`, in ms (atomic: temp file, fsync, "
+             "rename). `engine/raw`: against writing the same bytes with the same fsync and "
+             "reading them back into preallocated arrays. `×`: the contender's atomic pickle "
+             "save + load / the engine's save + load.")
+    return _section("Save and load through a file", intro, _table(heads, rows), [])
+
+
+def _sum(a: float | None, b: float | None) -> float | None:
+    return a + b if a is not None and b is not None else None
+
+
+def _churn(v: _View) -> str | None:
+    sizes = v.sizes("churn")
+    if not sizes:
+        return None
+    heads = ["N", "respawned per tick", "engine ms"]
+    for b in BASELINE_NAMES:
+        heads += [f"{b} ms", "×"]
+    rows = []
+    for n in sizes:
+        e = v.t("churn", "churn_tick", "engine", n)
+        rows.append([_n(n), f"{n // 100:,}", v.cell("churn", "churn_tick", "engine", n)]
+                    + _baseline_cols(v, "churn", "churn_tick", n, e, BASELINE_NAMES))
+    intro = ("One tick of despawning 1% of the entities at random and spawning as many "
+             "(same mix), in ms. `×`: contender time / engine time.")
+    return _section("Spawn/despawn churn", intro, _table(heads, rows), v.notes("churn"))
+
+
+def _history(v: _View) -> str | None:
+    rows = []
+    for r in v.records:
+        if r["scenario"] == "history" and r["op"] == "memory" and r.get("status") == "ok":
+            rec = v.ix.get("history", "record", "engine", int(r["n"]), r["variant"])
+            rows.append([r["variant"], _n(r["colliders"]), _n(r["movers"]), str(r["snapshots"]),
+                         _mb(r["bytes"]), _mb(r["ideal_bytes"]),
+                         f"{r['bytes'] / r['ideal_bytes']:.2f}x",
+                         f"{r['per_snapshot_bytes'] / 1e3:,.0f}",
+                         f"{r['movers_bytes'] / 1e3:,.0f}",
+                         _ms(rec.get("median_s") if rec else None)])
+    if not rows:
+        return None
+    heads = ["variant", "colliders", "movers", "snapshots", "held MB", "ideal MB",
+             "held/ideal", "KB per snapshot", "movers' KB", "record ms"]
+    intro = ("A History ring of snapshots of a world whose colliders never change while the "
+             "movers move every tick. Ideal = snapshots x the movers' bytes (all their store "
+             "rows, keys included) + one copy of everything else. `stock`: colliders use the "
+             "stock `Position` (shared with the movers, so the whole store is copied every "
+             "tick); `static-store`: colliders keep their position in a store of their own.")
+    return _section("History memory", intro, _table(heads, rows), v.notes("history"))
+
+
+def _partition(v: _View) -> str | None:
+    rows = []
+    sizes = v.sizes("partition")
+    if not sizes:
+        return None
+    for op in ("map", "level"):
+        for n in sizes:
+            any_row = next((r for r in v.records if r["scenario"] == "partition"
+                            and r["op"] == op and r["n"] == n and "side" in r), None)
+            if any_row is None:
+                continue
+            label = f"{any_row['side']}x{any_row['rows']}"
+            cells = [label + (" (map)" if op == "map" else "")]
+            for m in ("greedy", "exact", "thesis"):
+                row = v.ix.get("partition", op, m, n)
+                cells += [v.cell("partition", op, m, n),
+                          str(row["rects"]) if row and "rects" in row else "-"]
+            cells.append(_x(_div(v.t("partition", op, "thesis", n),
+                                 v.t("partition", op, "greedy", n))))
+            rows.append(cells)
+    heads = ["level", "greedy ms", "rects", "exact ms", "rects", "thesis port ms", "rects",
+             "thesis/greedy"]
+    intro = ("Partitioning a level's geometry into rectangles, in ms (random blobs of 3 tile "
+             "values, 8x8-cell blocks; the map uses 5x5). `thesis/greedy`: the line-by-line "
+             "thesis port's time / the vectorised greedy's (same rectangles). `exact` finds "
+             "the minimum number of rectangles.")
+    return _section("Level partition", intro, _table(heads, rows), v.notes("partition"))
+
+
+def _detail(v: _View) -> str | None:
+    rows = []
+    for r in v.records:
+        if r["scenario"] == "partition" and r["op"] == "detail" and r["contender"] == "greedy":
+            thesis = v.t("partition", "detail", "thesis", int(r["n"]), r["variant"])
+            greedy = v.t("partition", "detail", "greedy", int(r["n"]), r["variant"])
+            rows.append([f"{r['side']}x{r['rows']}", f"{r['block']}x{r['block']}",
+                         f"{r['rects']:,}", _ms(greedy), _ms(thesis), _x(_div(thesis, greedy))])
+    if not rows:
+        return None
+    intro = ("The greedy speed-up depends on the level: the same size with blobs of "
+             "different block sizes (smaller blocks: more, shorter runs per row). "
+             "`thesis/greedy` as above.")
+    return _section("Level partition by level detail", intro,
+                    _table(["level", "block", "rects", "greedy ms", "thesis port ms",
+                            "thesis/greedy"], rows), [])
+
+
+def _frame(v: _View) -> str | None:
+    rows = []
+    for op in ("frame_step", "frame_render"):
+        for r in v.records:
+            if r["scenario"] == "frame" and r["op"] == op:
+                if r.get("status") == "ok":
+                    rows.append([op, _n(r["n"]), _ms(r["median_s"]),
+                                 f"{r.get('frame_fraction', 0) * 100:.1f}%"])
+                else:
+                    rows.append([op, _n(r["n"]), r.get("note", r.get("status", "")), "-"])
+    if not rows:
+        return None
+    intro = "One demo frame with 10k moving bodies, in ms and as a share of a 16.7 ms frame."
+    return _section("Demo frame", intro,
+                    _table(["part", "bodies", "ms", "of a frame"], rows, left=(0, 2)), [])
+
+
+def _targets(outcomes: list[Outcome]) -> str:
+    rows = [[o.id, o.title, o.measured, o.required, f"**{o.status}**" if o.status == "FAIL"
+             else o.status, o.note] for o in outcomes]
+    intro = ("The issues' performance targets, each a ratio measured in this run "
+             "(SKIP: not measured in this run).")
+    return _section("Targets", intro,
+                    _table(["#", "target", "measured", "required", "result", "note"], rows,
+                           left=(0, 1, 2, 3, 4, 5)), [])
+
+
+SECTIONS: tuple[Callable[[_View], str | None], ...] = (
+    _tick, _spawn,
+    lambda v: _copy_section(
+        v, "snapshot", "Snapshot to memory",
+        "`world.snapshot()` in ms, with new values in every column between repetitions "
+        "(`values`: layout unchanged, so only data columns are copied) and with 1% of the "
+        "entities also respawned (`churn`: every array is copied). MB: what the snapshot "
+        "copied. `% of memcpy`: allocate-and-copy of those same bytes / engine time (100% = "
+        "memcpy speed). `×`: contender time / engine `churn` time.",
+        ("esper deepcopy", "tcod-ecs deepcopy", "dicts deepcopy", "dicts comprehension")),
+    lambda v: _copy_section(
+        v, "restore", "Restore from memory",
+        "`world.restore(snap)` in ms after the world moved away from `snap` (`values`: "
+        "only data columns differ and are copied back; `churn`: everything is). `% of "
+        "memcpy`: `np.copyto` of the same bytes into preallocated buffers / engine time. `×`: "
+        "contender time (a deep copy installed as its world) / engine `churn` time.",
+        ("esper deepcopy", "tcod-ecs deepcopy", "dicts deepcopy", "dicts comprehension")),
+    _bytes, _files, _churn, _history, _partition, _detail, _frame,
+)
+
+
+def markdown(payload: dict[str, Any], outcomes: list[Outcome], charts: dict[str, str]) -> str:
+    m = payload["machine"]
+    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items()
+                         if v and k in ("numpy", "esper", "tcod-ecs"))
+    head = [
+        "# Benchmark results",
+        "",
+        f"{payload['created']} · {payload['mode']} run of {', '.join(payload['scenarios'])} "
+        f"({payload['elapsed_s']:.0f} s) · {m['cpu']}, {m['cpu_count']} cores · Python "
+        f"{m['python']}, {versions}.",
+        "",
+        "Medians of repeated runs after a warm-up, gc off while timing, every store changed "
+        "between repetitions. The machine is shared, so absolute times are noisy: compare the "
+        "ratios, which come from the same run (engine and its numpy/memcpy reference are "
+        "timed interleaved). Baselines run in fresh processes. "
+        "Produced by `python -m benchmarks`; raw samples in the JSON next to this file.",
+        "",
+        "",
+    ]
+    body = [_targets(outcomes)] if outcomes else []
+    view = _View(payload["records"])
+    for section in SECTIONS:
+        text = section(view)
+        if text:
+            body.append(text)
+    if charts:
+        body.append("## Charts\n\n" + "\n".join(f"![{k}]({name})" for k, name in charts.items())
+                    + "\n")
+    return "\n".join(head) + "\n".join(body)
+
+
+# -- charts -------------------------------------------------------------------------------
+
+def write_charts(records: list[Record], out_dir: Path, prefix: str) -> dict[str, Path]:
+    """PNG charts (log-log where sizes span decades); returns their paths by name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    v = _View(records)
+    paths: dict[str, Path] = {}
+
+    def series(scenario: str, op: str, contender: str, variant: str = ""
+               ) -> tuple[list[int], list[float]]:
+        pts = [(n, v.t(scenario, op, contender, n, variant)) for n in v.sizes(scenario)]
+        ok = [(n, t * 1000) for n, t in pts if t is not None]
+        return [p[0] for p in ok], [p[1] for p in ok]
+
+    def chart(name: str, title: str, lines: list[tuple[str, str, str, str, str]],
+              xlabel: str) -> None:
+        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+        drawn = 0
+        for label, scen, op, contender, variant in lines:
+            xs, ys = series(scen, op, contender, variant)
+            if xs:
+                style = "-o" if contender in ("engine", "greedy") else "--."
+                ax.plot(xs, ys, style, label=label)
+                drawn += 1
+        if not drawn:
+            plt.close(fig)
+            return
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("ms (median, log scale)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out_dir / f"{prefix}_{name}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        paths[name] = path
+
+    chart("snapshot", "Snapshot to memory (every array changed)", [
+        ("engine world.snapshot()", "snapshot", "snapshot", "engine", "churn"),
+        ("memcpy of the same bytes", "snapshot", "snapshot", "memcpy", "churn"),
+        ("esper deepcopy", "snapshot", "snapshot", "esper deepcopy", ""),
+        ("tcod-ecs deepcopy", "snapshot", "snapshot", "tcod-ecs deepcopy", ""),
+        ("dicts deepcopy", "snapshot", "snapshot", "dicts deepcopy", ""),
+        ("dicts comprehension", "snapshot", "snapshot", "dicts comprehension", ""),
+    ], "entities")
+    chart("restore", "Restore from memory (every array changed)", [
+        ("engine world.restore()", "snapshot", "restore", "engine", "churn"),
+        ("np.copyto of the same bytes", "snapshot", "restore", "memcpy", "churn"),
+        ("esper deepcopy", "snapshot", "restore", "esper deepcopy", ""),
+        ("tcod-ecs deepcopy", "snapshot", "restore", "tcod-ecs deepcopy", ""),
+        ("dicts deepcopy", "snapshot", "restore", "dicts deepcopy", ""),
+        ("dicts comprehension", "snapshot", "restore", "dicts comprehension", ""),
+    ], "entities")
+    chart("tick", "Movement tick", [
+        ("engine (owning-group query)", "tick", "tick", "engine", "fresh"),
+        ("plain numpy arrays", "tick", "tick", "numpy", "fresh"),
+        ("esper loop", "tick", "tick", "esper", ""),
+        ("tcod-ecs loop", "tick", "tick", "tcod-ecs", ""),
+        ("dicts loop", "tick", "tick", "dicts", ""),
+    ], "entities")
+    chart("partition", "Level partition", [
+        ("greedy (vectorised)", "partition", "level", "greedy", ""),
+        ("exact (minimum)", "partition", "level", "exact", ""),
+        ("thesis port (pure Python)", "partition", "level", "thesis", ""),
+    ], "cells")
+    return paths

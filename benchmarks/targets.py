@@ -1,0 +1,250 @@
+"""Performance targets (``--check``): ratios from one run, never absolute times.
+
+Each target names the records it needs; one missing (size not run, scenario not selected,
+baseline skipped) makes it SKIP, which does not fail ``--check``. A ratio that misses its
+bound makes it FAIL, and ``--check`` exits non-zero. INFO rows (another reading of a
+target) are shown with their verdict but never fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from benchmarks.runner import Record
+
+PASS, FAIL, SKIP, INFO = "PASS", "FAIL", "SKIP", "INFO"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one target."""
+
+    id: str
+    title: str
+    status: str
+    measured: str
+    required: str
+    value: float | None = None
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Index:
+    """Records by (scenario, op, variant, contender, n)."""
+
+    def __init__(self, records: Iterable[Record]) -> None:
+        self.rows: dict[tuple[str, str, str, str, int], Record] = {}
+        for r in records:
+            self.rows[(r["scenario"], r["op"], r.get("variant", ""), r["contender"],
+                       int(r["n"]))] = r
+
+    def get(self, scenario: str, op: str, contender: str, n: int,
+            variant: str = "") -> Record | None:
+        row = self.rows.get((scenario, op, variant, contender, n))
+        if row is None:  # a skipped size: one record covers every op of that contender
+            row = self.rows.get((scenario, "all", "", contender.split(" ")[0], n))
+        return row
+
+    def median(self, scenario: str, op: str, contender: str, n: int,
+               variant: str = "") -> float | None:
+        row = self.get(scenario, op, contender, n, variant)
+        if row is None or row.get("status") != "ok" or "median_s" not in row:
+            return None
+        return float(row["median_s"])
+
+    def why_missing(self, scenario: str, op: str, contender: str, n: int,
+                    variant: str = "") -> str:
+        row = self.get(scenario, op, contender, n, variant)
+        if row is None:
+            return f"not measured: {scenario}/{op} {contender} at n={n:,} is not in this run"
+        return f"{contender} at n={n:,}: {row.get('note') or row.get('status')}"
+
+
+def show_ratio(value: float) -> str:
+    """A ratio with enough digits that a near miss does not print as the bound."""
+    return f"{value:,.0f}x" if value >= 1000 else f"{value:.4g}x"
+
+
+TargetFn = Callable[[Index], Outcome]
+M, K = 1_000_000, 1_000
+
+
+def _ratio(ix: Index, tid: str, title: str, required: str, bound: float, higher: bool,
+           num: tuple[str, str, str, int, str], den: tuple[str, str, str, int, str],
+           unit: str = "x", note: str = "") -> Outcome:
+    """Outcome for ``median(num) / median(den)`` against ``bound``."""
+    a, b = ix.median(*num), ix.median(*den)
+    if a is None or b is None:
+        missing = num if a is None else den
+        return Outcome(tid, title, SKIP, "-", required, None, ix.why_missing(*missing))
+    value = a / b
+    ok = value >= bound if higher else value <= bound
+    shown = f"{value * 100:.0f}%" if unit == "%" else show_ratio(value)
+    return Outcome(tid, title, PASS if ok else FAIL, shown, required, round(value, 4), note)
+
+
+def t1(ix: Index) -> list[Outcome]:
+    out = []
+    for variant, label in (("fresh", ""), ("churned", " after 10% respawned")):
+        out.append(_ratio(
+            ix, "1" + ("a" if variant == "fresh" else "b"),
+            f"movement tick at 1M{label}: engine / plain numpy", "<= 1.3x", 1.3, False,
+            ("tick", "tick", "engine", M, variant), ("tick", "tick", "numpy", M, variant)))
+    return out
+
+
+def t2(ix: Index) -> list[Outcome]:
+    return [_ratio(ix, "2", "movement tick at 100k: esper loop / engine", ">= 40x", 40, True,
+                   ("tick", "tick", "esper", 100 * K, ""),
+                   ("tick", "tick", "engine", 100 * K, "fresh"))]
+
+
+def t3(ix: Index) -> list[Outcome]:
+    return [_ratio(ix, "3", "spawn_batch 1M (2 components): engine / numpy fill", "<= 5x", 5,
+                   False, ("spawn", "spawn_batch", "engine", M, ""),
+                   ("spawn", "spawn_batch", "numpy", M, ""))]
+
+
+def t4(ix: Index) -> list[Outcome]:
+    note = "every array copied (churn variant); the mix has 4 component types"
+    return [
+        _ratio(ix, "4a", "snapshot 1M: share of memcpy bandwidth (alloc+copy)", ">= 80%", 0.8,
+               True, ("snapshot", "snapshot", "memcpy", M, "churn"),
+               ("snapshot", "snapshot", "engine", M, "churn"), unit="%", note=note),
+        _ratio(ix, "4b", "restore 1M: share of memcpy bandwidth (copy into preallocated)",
+               ">= 80%", 0.8, True, ("snapshot", "restore", "memcpy", M, "churn"),
+               ("snapshot", "restore", "engine", M, "churn"), unit="%", note=note),
+    ]
+
+
+def t5(ix: Index) -> list[Outcome]:
+    return [
+        _ratio(ix, "5a", "snapshot 100k: esper deepcopy / engine", ">= 2000x", 2000, True,
+               ("snapshot", "snapshot", "esper deepcopy", 100 * K, ""),
+               ("snapshot", "snapshot", "engine", 100 * K, "churn"),
+               note="engine snapshot with every array copied (churn variant)"),
+        _ratio(ix, "5b", "snapshot 100k: esper pickle.dumps / engine", ">= 300x", 300, True,
+               ("snapshot", "save_bytes", "esper pickle", 100 * K, ""),
+               ("snapshot", "snapshot", "engine", 100 * K, "churn"),
+               note="engine world.snapshot() against pickling esper's state"),
+        _info(_ratio(ix, "5c", "world to bytes 100k: esper pickle.dumps / engine "
+                     "snapshot().to_bytes()", ">= 300x", 300, True,
+                     ("snapshot", "save_bytes", "esper pickle", 100 * K, ""),
+                     ("snapshot", "save_bytes", "engine", 100 * K, "churn"),
+                     note="stricter reading of 5 (bytes on both sides); reported, not checked")),
+    ]
+
+
+def _info(outcome: Outcome) -> Outcome:
+    """Report a ratio without letting it fail ``--check``."""
+    if outcome.status == SKIP:
+        return outcome
+    verdict = "would pass" if outcome.status == PASS else "would fail"
+    return Outcome(outcome.id, outcome.title, INFO, outcome.measured, outcome.required,
+                   outcome.value, f"{outcome.note} ({verdict})")
+
+
+def t6(ix: Index) -> list[Outcome]:
+    tid, title, required = "6", "to_bytes + from_bytes 1M / memcpy of the same bytes", "<= 3x"
+    parts = [ix.median("snapshot", op, "engine", M, "churn") for op in ("to_bytes", "from_bytes")]
+    base = ix.median("snapshot", "bytes_memcpy", "memcpy", M, "churn")
+    if None in parts or base is None:
+        return [Outcome(tid, title, SKIP, "-", required, None,
+                        ix.why_missing("snapshot", "to_bytes", "engine", M, "churn"))]
+    value = (parts[0] + parts[1]) / base  # type: ignore[operator]
+    return [Outcome(tid, title, PASS if value <= 3 else FAIL, show_ratio(value), required,
+                    round(value, 4), "memcpy = allocate and copy snap.nbytes")]
+
+
+def t7(ix: Index) -> list[Outcome]:
+    tid, title = "7", "History of 600 snapshots (100k static colliders, 10k movers) / ideal"
+    required = "<= 1.5x"
+    row = ix.get("history", "memory", "engine", 110 * K, "stock")
+    if row is None or row.get("status") != "ok":
+        return [Outcome(tid, title, SKIP, "-", required, None,
+                        "not measured at 100k colliders + 10k movers in this run")]
+    if (row["colliders"], row["movers"], row["snapshots"]) != (100 * K, 10 * K, 600):
+        return [Outcome(tid, title, SKIP, "-", required, None, "history run at other sizes")]
+    value = row["bytes"] / row["ideal_bytes"]
+    return [Outcome(tid, title, PASS if value <= 1.5 else FAIL, show_ratio(value), required,
+                    round(value, 4), f"{row['bytes'] / 1e6:.0f} MB held, ideal "
+                    f"{row['ideal_bytes'] / 1e6:.0f} MB (600 x movers' rows + one copy of "
+                    f"the rest)")]
+
+
+def t8(ix: Index) -> list[Outcome]:
+    out = []
+    tid, title, required = "8a", "greedy partition 4096x4096: thesis port / greedy", ">= 50x"
+    cells = 4096 * 4096
+    greedy = ix.median("partition", "level", "greedy", cells)
+    thesis = ix.median("partition", "level", "thesis", cells)
+    note = ""
+    if thesis is None and greedy is not None:
+        measured = [(r["n"], float(r["median_s"])) for k, r in ix.rows.items()
+                    if k[:4] == ("partition", "level", "", "thesis") and r.get("status") == "ok"]
+        if measured:
+            n, t = max(measured)
+            thesis = t * cells / n
+            side = int(round(n ** 0.5))
+            note = (f"thesis port timed at {side}x{side} and scaled by area to 4096x4096 "
+                    f"(a 4096 call would take > the thesis budget)")
+    if greedy is None or thesis is None:
+        out.append(Outcome(tid, title, SKIP, "-", required, None,
+                           ix.why_missing("partition", "level", "greedy", cells)))
+    else:
+        value = thesis / greedy
+        out.append(Outcome(tid, title, PASS if value >= 50 else FAIL, show_ratio(value),
+                           required, round(value, 4), note))
+    tid, title, required = "8b", "exact partition of a 520x210 map", "< 2 s, <= greedy count"
+    ex = ix.get("partition", "map", "exact", 520 * 210)
+    gr = ix.get("partition", "map", "greedy", 520 * 210)
+    if ex is None or gr is None or ex.get("status") != "ok" or gr.get("status") != "ok":
+        out.append(Outcome(tid, title, SKIP, "-", required, None, "map not partitioned"))
+    else:
+        secs = float(ex["median_s"])
+        ok = secs < 2 and ex["rects"] <= gr["rects"]
+        out.append(Outcome(tid, title, PASS if ok else FAIL,
+                           f"{secs:.3g} s, {ex['rects']} vs {gr['rects']} rects", required,
+                           round(secs, 4)))
+    return out
+
+
+TARGETS: tuple[Callable[[Index], list[Outcome]], ...] = (t1, t2, t3, t4, t5, t6, t7, t8)
+
+
+def evaluate(records: Iterable[Record]) -> list[Outcome]:
+    """Every target's outcome for one run's records."""
+    ix = Index(records)
+    out: list[Outcome] = []
+    for fn in TARGETS:
+        out += fn(ix)
+    return out
+
+
+def exit_code(outcomes: Iterable[Outcome]) -> int:
+    """1 if any target failed, else 0 (skipped targets do not fail)."""
+    return 1 if any(o.status == FAIL for o in outcomes) else 0
+
+
+def format_table(outcomes: list[Outcome]) -> str:
+    """A plain-text PASS/FAIL table for the terminal."""
+    rows = [("#", "target", "measured", "required", "result")]
+    rows += [(o.id, o.title, o.measured, o.required, o.status) for o in outcomes]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = []
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    notes = [f"  {o.id}: {o.note}" for o in outcomes if o.note]
+    passed = sum(o.status == PASS for o in outcomes)
+    failed = sum(o.status == FAIL for o in outcomes)
+    skipped = sum(o.status == SKIP for o in outcomes)
+    summary = f"{passed} passed, {failed} failed, {skipped} skipped (not measured in this run)"
+    if any(o.status == INFO for o in outcomes):
+        summary += "; INFO rows are reported, not checked"
+    return "\n".join(lines + (["notes:"] + notes if notes else []) + [summary])

@@ -1,0 +1,248 @@
+"""The benchmark suite runs and writes well-formed results; ``--check`` and ``--only`` work.
+
+Nothing here asserts on timings: the suite runs at tiny sizes, and the target logic is
+tested on synthetic records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import run
+from benchmarks.__main__ import main
+from benchmarks.config import SuiteConfig
+from benchmarks.runner import Timing, record
+from benchmarks.scenarios import ORDER
+from benchmarks.suite import select
+from benchmarks.targets import FAIL, INFO, PASS, SKIP, evaluate, exit_code, format_table
+
+TINY = Timing(warmup=1, min_repeat=2, max_repeat=2, target_s=0.001)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def tiny_config(out: Path, **changes: Any) -> SuiteConfig:
+    base = dict(out_dir=out, sizes=(300,), timing=TINY, history=(400, 40, 4),
+                level_sides=(32,), map_shape=(21, 52), churn_n=300, isolate=False)
+    base.update(changes)
+    return SuiteConfig.quick_run(**base)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list, dict, Path]:
+    out = tmp_path_factory.mktemp("bench")
+    records, outcomes, paths = run(tiny_config(out))
+    return records, outcomes, paths, out
+
+
+def test_every_scenario_produces_records(quick_run: tuple) -> None:
+    records, _, _, _ = quick_run
+    assert {r["scenario"] for r in records} == set(ORDER)
+    for r in records:
+        assert {"scenario", "op", "variant", "contender", "n", "status"} <= r.keys()
+        assert r["status"] in ("ok", "skipped", "error"), r
+        if r["status"] == "ok" and "samples_s" in r:
+            assert r["median_s"] > 0 and r["reps"] >= 1
+            assert 1 <= len(r["samples_s"]) <= 25
+    assert not [r for r in records if r["status"] == "error"]
+    ops = {(r["scenario"], r["op"], r["contender"]) for r in records if r["status"] == "ok"}
+    for needed in [("tick", "tick", "engine"), ("tick", "tick", "numpy"),
+                   ("tick", "tick", "esper"), ("spawn", "spawn_batch", "engine"),
+                   ("snapshot", "snapshot", "engine"), ("snapshot", "snapshot", "memcpy"),
+                   ("snapshot", "restore", "memcpy"), ("snapshot", "snapshot", "esper deepcopy"),
+                   ("snapshot", "save_bytes", "tcod-ecs pickle"),
+                   ("snapshot", "snapshot", "dicts comprehension"),
+                   ("churn", "churn_tick", "engine"), ("history", "memory", "engine"),
+                   ("partition", "level", "thesis"), ("partition", "map", "exact")]:
+        assert needed in ops, needed
+
+
+def test_json_is_well_formed(quick_run: tuple) -> None:
+    records, outcomes, paths, out = quick_run
+    assert paths["json"].parent == out and paths["json"].name.endswith("-quick.json")
+    data = json.loads(paths["json"].read_text())
+    assert {"schema", "created", "mode", "machine", "config", "scenarios", "records",
+            "targets", "elapsed_s"} <= data.keys()
+    assert data["mode"] == "quick"
+    machine = data["machine"]
+    assert {"platform", "cpu_count", "python", "versions"} <= machine.keys()
+    assert {"numpy", "esper", "tcod-ecs"} <= machine["versions"].keys()
+    assert len(data["records"]) == len(records)
+    assert [t["id"] for t in data["targets"]] == [o.id for o in outcomes]
+    assert paths["json"].stat().st_size < 200_000
+
+
+def test_markdown_has_tables(quick_run: tuple) -> None:
+    _, _, paths, _ = quick_run
+    md = paths["md"].read_text()
+    assert paths["md"].name == "latest-quick.md"
+    assert md.startswith("# Benchmark results")
+    for section in ("## Targets", "## Movement tick", "## Snapshot to memory",
+                    "## Restore from memory", "## Save and load through bytes",
+                    "## History memory", "## Level partition", "## Demo frame"):
+        assert section in md, section
+    assert "| N | engine ms | numpy ms |" in md
+    assert "|:--|" in md or "| :-- |" in md or "|:--|--:|" in md.replace(" ", "")
+
+
+def test_charts_written_to_out_dir(quick_run: tuple) -> None:
+    _, _, paths, out = quick_run
+    charts = sorted(out.glob("latest-quick_*.png"))
+    assert {p.stem.split("_", 1)[1] for p in charts} >= {"snapshot", "restore", "tick",
+                                                          "partition"}
+    for p in charts:
+        assert p.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_frame_is_a_stub_not_a_number(quick_run: tuple) -> None:
+    records, _, _, _ = quick_run
+    frame = [r for r in records if r["scenario"] == "frame"]
+    assert frame and all(r["status"] in ("skipped", "ok") for r in frame)
+    for r in frame:
+        if r["status"] == "skipped":
+            assert r["note"].startswith("skipped:") and "median_s" not in r
+
+
+# -- --check on synthetic results --------------------------------------------------------
+
+M, K = 1_000_000, 100_000
+
+
+def synthetic(**scale: float) -> list[dict[str, Any]]:
+    """Records that meet every target; ``scale[key]`` multiplies one engine time."""
+
+    def r(scenario: str, op: str, contender: str, n: int, t: float, variant: str = "",
+          **extra: Any) -> dict[str, Any]:
+        return record(scenario, op, contender, n, [t * scale.get(f"{op}:{contender}", 1.0)],
+                      variant=variant, **extra)
+
+    recs = []
+    for variant in ("fresh", "churned"):
+        recs += [r("tick", "tick", "engine", M, 1.1, variant),
+                 r("tick", "tick", "numpy", M, 1.0, variant)]
+    recs += [r("tick", "tick", "engine", K, 1.0, "fresh"), r("tick", "tick", "esper", K, 50.0),
+             r("spawn", "spawn_batch", "engine", M, 4.0),
+             r("spawn", "spawn_batch", "numpy", M, 1.0)]
+    for op in ("snapshot", "restore"):
+        recs += [r("snapshot", op, "engine", M, 1.0, "churn"),
+                 r("snapshot", op, "memcpy", M, 0.9, "churn")]
+    recs += [r("snapshot", "snapshot", "engine", K, 0.001, "churn"),
+             r("snapshot", "snapshot", "esper deepcopy", K, 3.0),
+             r("snapshot", "save_bytes", "engine", K, 0.001, "churn"),
+             r("snapshot", "save_bytes", "esper pickle", K, 0.5),
+             r("snapshot", "to_bytes", "engine", M, 1.0, "churn"),
+             r("snapshot", "from_bytes", "engine", M, 1.0, "churn"),
+             r("snapshot", "bytes_memcpy", "memcpy", M, 1.0, "churn")]
+    hist = record("history", "memory", "engine", 110_000, variant="stock",
+                  nbytes=int(100e6 * scale.get("history", 1.0)), colliders=100_000,
+                  movers=10_000, snapshots=600, ideal_bytes=int(100e6))
+    recs.append(hist)
+    cells = 4096 * 4096
+    recs += [r("partition", "level", "greedy", cells, 1.0),
+             r("partition", "level", "thesis", cells, 60.0),
+             r("partition", "map", "greedy", 520 * 210, 0.01, rects=100),
+             r("partition", "map", "exact", 520 * 210, 0.5, rects=90)]
+    return recs
+
+
+def test_check_passes_when_every_ratio_is_met() -> None:
+    outcomes = evaluate(synthetic())
+    assert {o.status for o in outcomes if o.id != "5c"} == {PASS}
+    assert {o.id: o for o in outcomes}["5c"].status == INFO
+    assert exit_code(outcomes) == 0
+    assert "PASS" in format_table(outcomes)
+
+
+@pytest.mark.parametrize("key,target", [
+    ("tick:engine", "1a"), ("spawn_batch:engine", "3"), ("restore:engine", "4b"),
+    ("to_bytes:engine", "6"), ("history", "7"), ("level:greedy", "8a"), ("map:exact", "8b"),
+])
+def test_check_fails_on_one_bad_ratio(key: str, target: str) -> None:
+    outcomes = evaluate(synthetic(**{key: 10.0}))
+    by_id = {o.id: o for o in outcomes}
+    assert by_id[target].status == FAIL
+    assert exit_code(outcomes) == 1
+
+
+def test_info_rows_never_fail() -> None:
+    outcomes = evaluate(synthetic(**{"save_bytes:engine": 10.0}))
+    info = {o.id: o for o in outcomes}["5c"]
+    assert info.status == INFO and "would fail" in info.note
+    assert exit_code(outcomes) == 0
+
+
+def test_missing_results_skip_without_failing() -> None:
+    outcomes = evaluate([r for r in synthetic() if r["scenario"] != "tick"])
+    by_id = {o.id: o for o in outcomes}
+    assert by_id["1a"].status == SKIP and by_id["2"].status == SKIP
+    assert exit_code(outcomes) == 0
+
+
+def test_thesis_port_scaled_by_area_when_4096_was_skipped() -> None:
+    recs = [r for r in synthetic() if not (r["op"] == "level" and r["contender"] == "thesis")]
+    recs.append(record("partition", "level", "thesis", 1024 * 1024, [4.0]))
+    o = {o.id: o for o in evaluate(recs)}["8a"]
+    assert o.status == PASS and o.value == pytest.approx(64.0) and "scaled" in o.note
+
+
+def test_cli_check_from_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"records": synthetic()}))
+    bad.write_text(json.dumps({"records": synthetic(**{"snapshot:engine": 5.0})}))
+    assert main(["--check", "--from", str(good)]) == 0
+    assert main(["--check", "--from", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "PASS" in out
+
+
+# -- --only ------------------------------------------------------------------------------
+
+def test_only_selects_scenarios() -> None:
+    assert select(None) == list(ORDER)
+    assert select(["tick"]) == ["tick"]
+    assert select(["snapshot,tick", "history"]) == ["tick", "snapshot", "history"]
+    with pytest.raises(KeyError):
+        select(["nope"])
+    assert main(["--only", "nope", "--quick"]) == 2
+
+
+def test_only_runs_one_scenario_in_fresh_processes(tmp_path: Path) -> None:
+    records, _, paths = run(tiny_config(tmp_path, isolate=True, charts=False), only=["tick"])
+    assert {r["scenario"] for r in records} == {"tick"}
+    assert {r["contender"] for r in records} == {"engine", "numpy", "esper", "tcod-ecs",
+                                                  "dicts"}
+    assert all(r["status"] == "ok" for r in records)
+    assert all(r["wall_s"] > 0 for r in records)
+    assert "## Movement tick" in paths["md"].read_text()
+    assert "## Level partition" not in paths["md"].read_text()
+
+
+def test_slow_baseline_sizes_are_skipped_and_said_so() -> None:
+    from benchmarks.scenarios import Job, sized_jobs
+
+    cfg = SuiteConfig.full(sizes=(1_000, 10_000, 100_000), budget_s=60.0)
+    plan = sized_jobs("tick", ("engine", "esper", "dicts"), cfg,
+                      required=(("esper", 100_000),))
+    ran, skipped = [], []
+    reply = None
+    while True:
+        try:
+            item = plan.send(reply)
+        except StopIteration:
+            break
+        if isinstance(item, Job):
+            ran.append((item.name, item.n))
+            # every baseline job "took" 20 s per 1k entities: 10k already exceeds the budget
+            wall = 20.0 * item.n / 1_000 if item.name != "engine" else 0.1
+            reply = [record("tick", "tick", item.name, item.n, [wall / 10], group=item.n,
+                            group_s=wall, rounds=10, wall_s=wall)]
+        else:
+            skipped += [(r["contender"], r["n"]) for r in item]
+            assert all(r["status"] == "skipped" and "would take" in r["note"] for r in item)
+            reply = list(item)
+    assert ("engine", 100_000) in ran and ("esper", 100_000) in ran  # required: never skipped
+    assert ("dicts", 1_000) in ran
+    assert skipped == [("esper", 10_000), ("dicts", 10_000), ("dicts", 100_000)]
