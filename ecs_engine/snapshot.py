@@ -189,7 +189,7 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
         groups=groups,
         resources=copy.deepcopy(world.resources),
         tick=world.tick,
-        rng_state=copy.deepcopy(world.rng.bit_generator.state),
+        rng_state=world.rng.bit_generator.state,  # numpy builds a new dict on every read
         slot_version=slotmap.version,
         origin=world._versions,
     )
@@ -367,7 +367,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     world.resources = copy.deepcopy(snap.resources)
     world.tick = snap.tick
     if rng is world.rng:
-        world.rng.bit_generator.state = copy.deepcopy(snap.rng_state)
+        world.rng.bit_generator.state = snap.rng_state  # read, never kept, by numpy
     else:
         world.rng = rng
     event = RestoreEvent(snap, source, previous_tick)

@@ -1,11 +1,10 @@
 """One demo frame (reported only, no target): simulate 10k bodies, render 10k quads.
 
-HOOK for the lead, to fill in once ``systems`` has its physics/collision systems:
-:func:`build_frame` must return ``(step, render)`` callables for a world holding a level's
-colliders plus ``n`` moving bodies; ``step()`` runs one simulation step (physics and
-collision against the colliders) and ``render()`` writes the bodies into a
-``systems.render_gl.QuadBatch`` and draws it (headless). Until then this scenario reports
-"skipped" with the reason, never a made-up number.
+:func:`build_frame` loads the shipped demo level with ``n`` bouncing stress bodies (the
+demo's ``--stress``); ``step()`` runs one full simulation tick of the stock platformer
+systems (gravity, collision against the level's colliders, gameplay) and ``render()`` draws
+the world headless at 1280x720, zoomed out so every body is in view, and waits for the GPU.
+Without an OpenGL context the scenario reports "skipped" with the reason.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ NAME = "frame"
 TITLE = "Demo frame (reported only)"
 FRAME_MS = 1000 / 60
 BODIES = 10_000
+WINDOW = (1280, 720)
 
 
 def plan(cfg: Any) -> Plan:
@@ -29,11 +29,34 @@ def plan(cfg: Any) -> Plan:
 def build_frame(n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """The hook (see the module docstring). ``ImportError`` while ``systems`` lacks the
     systems this needs; ``NotImplementedError`` until the hook is written."""
-    import systems.collision  # noqa: F401
-    import systems.physics  # noqa: F401
+    import os
 
-    raise NotImplementedError("frame hook not filled in yet (benchmarks/scenarios/frame.py: "
-                              "build_frame)")
+    os.environ.setdefault("ARCADE_HEADLESS", "1")
+    os.environ.setdefault("ARCADE_SOUND_BACKENDS", "silent")
+    from demo.game import Game
+    from systems.render_gl import make_window
+    from systems.render_world import WorldRenderer
+
+    game = Game("demo", stress=n, history_seconds=1 / 60, save_dir=os.devnull)
+    width, height = WINDOW
+    try:
+        window = make_window(width, height, "frame benchmark", headless=True)
+    except Exception as exc:  # no GL driver on this machine
+        raise ImportError(f"no OpenGL context: {exc}") from exc
+    level_width, _ = game.summary.size
+    renderer = WorldRenderer(window.ctx, pixels_per_unit=width / level_width,
+                             background=game.summary.background, visuals=game.summary.visuals,
+                             bounds=game.bounds)
+    world = game.world
+
+    def step() -> None:
+        world.step(1 / 60)
+
+    def render() -> None:
+        renderer.draw(world, WINDOW)
+        window.ctx.finish()  # count the GPU's work, not just the submission
+
+    return step, render
 
 
 def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
