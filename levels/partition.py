@@ -66,7 +66,7 @@ def partition(
     return _exact(cells, bg)
 
 
-def _make_rects(value: _Int, x: _Int, y: _Int, w: _Int, h: _Int) -> NDArray[np.void]:
+def _make_rects(value: NDArray[np.integer], x: _Int, y: _Int, w: _Int, h: _Int) -> NDArray[np.void]:
     """Pack rectangle columns (cells), already in row-major ``(y, x)`` order, into RECT_DTYPE."""
     out = np.empty(value.size, dtype=RECT_DTYPE)
     out["value"] = value
@@ -80,53 +80,130 @@ def _make_rects(value: _Int, x: _Int, y: _Int, w: _Int, h: _Int) -> NDArray[np.v
 # --------------------------------------------------------------------------------------------
 # greedy
 
+_Columns = tuple[NDArray[np.integer], _Int, _Int, _Int, _Int]
+"""Rectangle columns ``(value, x, y, w, h)`` in row-major ``(y, x)`` order, before packing."""
+
+_MIN_REPEATED_ROWS = 1 / 16
+"""Share of rows equal to the row above from which :func:`_greedy` merges only distinct rows:
+dropping rows costs one copy of the rest, far less than the merge saves on the dropped ones."""
+
 
 def _greedy(cells: NDArray[np.integer], bg: np.integer) -> NDArray[np.void]:
-    """Scanline merge over all rows at once (no Python loop over rows or runs)."""
+    """Scanline merge over all rows at once (no Python loop over rows or runs).
+
+    A row equal to the row above continues every rectangle above it unchanged, so such rows are
+    dropped before the merge and added to the heights afterwards: the output is the same. Levels
+    drawn in tiles of several cells repeat most rows, and the merge then sees one row per tile.
+    """
+    n_rows, n_cols = cells.shape
+    rows = np.ascontiguousarray(cells)
+    # Compare rows as the widest unsigned words that tile a row (8 uint8 cells per comparison);
+    # for integers, equal bits are equal values.
+    row_bytes = n_cols * rows.itemsize
+    word = next(np.dtype(f"u{k}") for k in (8, 4, 2, 1) if row_bytes % k == 0)
+    as_words = rows.view(word)
+    new_row = np.ones(n_rows, dtype=bool)
+    np.any(as_words[1:] != as_words[:-1], axis=1, out=new_row[1:])
+    distinct = np.flatnonzero(new_row)
+    if distinct.size > (1 - _MIN_REPEATED_ROWS) * n_rows:
+        return _make_rects(*_greedy_rows(rows, bg))
+    value, x, y, w, h = _greedy_rows(rows.take(distinct, axis=0), bg)
+    # Merged row r stands for the original rows distinct[r] up to distinct[r + 1].
+    row_stop = np.append(distinct, n_rows)
+    h = row_stop.take(y + h) - row_stop.take(y)
+    return _make_rects(value, x, distinct.take(y), w, h)
+
+
+_U64 = np.dtype("<u8")  # packbits(bitorder="little") bytes read as words: bit i = cell i
+
+
+def _starts_before(bits: _Bool, starts: _Int, cells: _Int) -> _Int:
+    """For each flat cell index in ``cells``, how many runs start before it: the index into
+    ``starts`` of the run starting at that cell, if one does.
+
+    ``bits`` is the run-start bitmap that ``starts`` lists, padded to whole 64-bit words. A rank
+    query: starts per word (prefix sums) plus a popcount inside the word, O(1) per cell where a
+    binary search over all runs is O(log runs) and jumps all over memory.
+    """
+    bitwise_count = getattr(np, "bitwise_count", None)
+    if bitwise_count is None:  # numpy < 2: no popcount ufunc, same answer by binary search
+        return np.searchsorted(starts, cells)
+    words = np.packbits(bits, bitorder="little").view(_U64)
+    word_rank = np.zeros(words.size, dtype=np.intp)
+    np.cumsum(bitwise_count(words[:-1]), out=word_rank[1:])
+    word_of = cells >> 6
+    # Bit index in the word, then the mask of the bits below it (shifts need uint64 operands).
+    below = np.bitwise_and(cells, 63, dtype=np.uint64, casting="unsafe")
+    np.left_shift(np.uint64(1), below, out=below)
+    below -= np.uint64(1)
+    below &= words.take(word_of)
+    rank = word_rank.take(word_of)
+    rank += bitwise_count(below)
+    return rank
+
+
+def _greedy_rows(cells: NDArray[np.integer], bg: np.integer) -> _Columns:
+    """The scanline merge proper, on a C-contiguous grid; see :func:`_greedy`."""
     n_cols = cells.shape[1]
-    flat = np.ascontiguousarray(cells).ravel()
-    # Runs of equal value tile every row, background runs included: a run starts at each column 0
-    # and wherever the value differs from its left neighbour. Working on the flat array costs one
-    # comparison pass and one nonzero over the grid; everything after is per run.
-    boundary = np.empty(flat.size, dtype=bool)
-    boundary[0] = True
-    np.not_equal(flat[1:], flat[:-1], out=boundary[1:])
-    boundary[::n_cols] = True
-    # Flat indices as int32 when they fit: the per-run passes below are memory bound.
-    index_dtype = np.int32 if flat.size <= np.iinfo(np.int32).max else np.int64
-    starts = np.flatnonzero(boundary).astype(index_dtype)
-    stops = np.empty_like(starts)  # one past each run's last cell, flat index
-    stops[:-1] = starts[1:]
-    stops[-1] = flat.size
-    values = flat.take(starts)
-    solid = np.flatnonzero(values != bg)
-    starts, stops, values = starts.take(solid), stops.take(solid), values.take(solid)
-    n_runs = starts.size
+    flat = cells.ravel()
+    n_cells = flat.size
+    # Runs of equal value tile every row, background runs included: a run starts at each column
+    # 0 and wherever the value differs from its left neighbour. One bool per cell, plus a
+    # sentinel start one past the last cell so that every run stops where the next one starts,
+    # padded to whole 64-bit words for _starts_before.
+    bits = np.empty(-(-(n_cells + 1) // 64) * 64, dtype=bool)
+    np.not_equal(flat[1:], flat[:-1], out=bits[1:n_cells])
+    bits[:n_cells:n_cols] = True
+    bits[n_cells] = True
+    bits[n_cells + 1 :] = False
+    # intp index arrays throughout: take() converts any other index dtype on every call, and
+    # in this memory-bound code fresh temporaries cost more than the wider integers.
+    starts = np.flatnonzero(bits)  # all runs, then the sentinel
+    values = flat.take(starts[:-1])
+    is_solid = values != bg
+    solid = np.flatnonzero(is_solid)
+    s = starts.take(solid)
+    e = starts[1:].take(solid)  # one past each run's last cell, flat index
+    v = values.take(solid)
+    del solid
+    n_runs = s.size
     if n_runs == 0:
-        return np.empty(0, dtype=RECT_DTYPE)
-    # A run continues the rectangle above iff the row above has a run with the same edges and
-    # value; flat indices make "same edges one row up" a plain shift by n_cols.
-    above = np.searchsorted(starts, starts - n_cols).astype(index_dtype)
-    np.minimum(above, n_runs - 1, out=above)
-    cont = (
-        (starts.take(above) == starts - n_cols)
-        & (stops.take(above) == stops - n_cols)
-        & (values.take(above) == values)
-    )
+        empty = np.empty(0, dtype=np.intp)
+        return v, empty, empty, empty, empty
+
+    # A run (from row 1 on) continues the rectangle above iff the row above has a run starting
+    # right above it (flat index - n_cols) with the same value and the same stop.
+    below = int(np.searchsorted(s, n_cols))  # runs of row 0 continue nothing
+    up = s[below:] - n_cols
+    cont = np.zeros(n_runs, dtype=bool)
+    cont_below = cont[below:]
+    above = _starts_before(bits, starts, up)  # index among all runs, background ones included
+    np.logical_and(bits.take(up), values.take(above) == v[below:], out=cont_below)
+    solid_before = np.cumsum(is_solid, dtype=np.intp)
+    above = solid_before.take(above)
+    above -= 1  # index among solid runs: a matching run above has a solid value
+    # Where no solid run starts above, `above` may be -1: clip, the mask drops those anyway.
+    stop_above = np.take(e, above, mode="clip")
+    stop_above += n_cols
+    cont_below &= stop_above == e[below:]
+    # Per-cell and all-run arrays are done with: free them before the chains need memory.
+    del bits, starts, values, is_solid, solid_before, up, stop_above
+
     # Continuing runs form vertical chains; pointer jumping finds each chain's head in
-    # O(log height) vectorised passes.
-    head = np.arange(n_runs, dtype=index_dtype)
-    np.copyto(head, above, where=cont)
+    # O(log height) passes. Links point one row up, so the passes read nearby memory.
+    head = np.arange(n_runs, dtype=np.intp)
+    np.copyto(head[below:], above, where=cont_below)
+    jumped = np.empty_like(head)
     while True:
-        jumped = head.take(head)
+        np.take(head, head, out=jumped, mode="clip")  # "clip": no buffering of `out`
         if np.array_equal(jumped, head):
             break
-        head = jumped
+        head, jumped = jumped, head
     first = np.flatnonzero(~cont)  # chain heads, already in row-major (y, x) order
     heights = np.bincount(head, minlength=n_runs).take(first)
-    first_starts = starts.take(first)
-    y, x = np.divmod(first_starts, n_cols)
-    return _make_rects(values.take(first), x, y, stops.take(first) - first_starts, heights)
+    first_start = s.take(first)
+    y = first_start // n_cols
+    return v.take(first), first_start - y * n_cols, y, e.take(first) - first_start, heights
 
 
 # --------------------------------------------------------------------------------------------
