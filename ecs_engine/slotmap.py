@@ -140,10 +140,12 @@ class SlotMap:
         hw = len(table.generations)
         if hw > self.capacity:
             self._grow(hw)
+        # Slots past the high-water mark are already pristine up to the old mark.
+        old_hw = self.high_water
         self.generations[:hw] = table.generations
-        self.generations[hw:] = 1
+        self.generations[hw:old_hw] = 1
         self.alive[:hw] = table.alive
-        self.alive[hw:] = False
+        self.alive[hw:old_hw] = False
         self.n_free = len(table.free)
         self.free[: self.n_free] = table.free
         self.high_water = hw

@@ -302,7 +302,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     from ecs_engine.group import Group
     from ecs_engine.migrate import migrate_rows
     from ecs_engine.savefile import SaveFileError
-    from ecs_engine.storage import key_slots
+    from ecs_engine.storage import key_slots_view
 
     if world._open_queries:
         raise RuntimeError("cannot restore while a query is open")
@@ -349,8 +349,8 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
                 if store.n * 4 >= old_high_water:
                     store.sparse[:old_high_water] = -1
                 else:
-                    store.sparse[key_slots(store.entities[: store.n])] = -1
-                store.sparse[key_slots(s.entities)] = np.arange(s.n, dtype=np.int32)
+                    store.sparse[key_slots_view(store.entities[: store.n])] = -1
+                store.sparse[key_slots_view(s.entities)] = np.arange(s.n, dtype=np.int32)
             copy_into(store.entities[: s.n], s.entities)
             store.n = s.n
             store.layout_version = s.layout_version if own else next(world._versions)

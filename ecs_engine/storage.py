@@ -11,7 +11,7 @@ from ecs_engine.component import ComponentSchema
 from ecs_engine.entity import KEY_DTYPE, SLOT_MASK
 from ecs_engine.memcopy import copy_into
 
-CHUNK_ROWS = 16384  # rows per versioned chunk: snapshots share unchanged chunks
+CHUNK_ROWS = 32768  # rows per versioned chunk: snapshots share unchanged chunks
 
 
 def key_slots(keys: np.ndarray) -> np.ndarray:
