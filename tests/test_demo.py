@@ -27,8 +27,9 @@ from demo.game import DT, MAX_TICKS_PER_FRAME, default_zoom
 from demo.headless import ScriptError, load_script, parse_script, run_headless
 from ecs_engine import World
 from systems import static_grid
-from systems.render_gl import make_window, read_pixels
+from systems.render_gl import read_pixels
 from systems.render_world import Viewport, camera_center
+from tests.gl import window_or_skip
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOUR = REPO_ROOT / "demo" / "scripts" / "tour.json"
@@ -357,13 +358,7 @@ def test_no_display_says_how_to_run_headless_and_exits_2(tmp_path: Path) -> None
 @pytest.fixture(scope="module")
 def window() -> Iterator[Any]:
     """One headless window; skip if no GL context at all (fail with ECS_REQUIRE_GL=1)."""
-    try:
-        win = make_window(SIZE[0], SIZE[1], "test_demo", headless=True)
-    except Exception as exc:  # any failure here means there is no usable OpenGL at all
-        reason = f"no OpenGL context could be created (headless EGL/Mesa missing?): {exc!r}"
-        if os.environ.get("ECS_REQUIRE_GL"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    win = window_or_skip(SIZE[0], SIZE[1], "test_demo")
     yield win
     win.close()
 

@@ -23,12 +23,12 @@ from systems.render_gl import (
     NO_DISPLAY_MESSAGE,
     QuadBatch,
     TextureLayer,
-    make_window,
     read_pixels,
     save_screenshot,
     world_camera,
     world_projection,
 )
+from tests.gl import window_or_skip
 
 WIDTH, HEIGHT = 320, 240
 CLEAR = (10, 20, 30, 255)
@@ -43,13 +43,7 @@ def window() -> Iterator[Any]:
     Set ``ECS_REQUIRE_GL=1`` (CI does) to fail instead of skipping, so a missing system
     package cannot turn these tests silently into skips.
     """
-    try:
-        win = make_window(WIDTH, HEIGHT, "test_render_gl", headless=True)
-    except Exception as exc:  # any failure here means there is no usable OpenGL at all
-        reason = f"no OpenGL context could be created (headless EGL/Mesa missing?): {exc!r}"
-        if os.environ.get("ECS_REQUIRE_GL"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    win = window_or_skip(WIDTH, HEIGHT, "test_render_gl")
     yield win
     win.close()
 

@@ -17,8 +17,9 @@ import pytest
 
 from components import Collider, Color, Layer, Position, Velocity
 from ecs_engine import Snapshot, World
-from systems.render_gl import make_window, read_pixels
+from systems.render_gl import read_pixels
 from systems.render_world import Viewport, WorldRenderer, camera_center
+from tests.gl import window_or_skip
 
 WIDTH, HEIGHT = 320, 240
 CLEAR = (10, 20, 30, 255)
@@ -29,13 +30,7 @@ RED, GREEN, BLUE = (255, 0, 0, 255), (0, 255, 0, 255), (0, 0, 255, 255)
 @pytest.fixture(scope="module")
 def window() -> Iterator[Any]:
     """One headless window; skip if no GL context at all (fail with ECS_REQUIRE_GL=1)."""
-    try:
-        win = make_window(WIDTH, HEIGHT, "test_render_world", headless=True)
-    except Exception as exc:  # any failure here means there is no usable OpenGL at all
-        reason = f"no OpenGL context could be created (headless EGL/Mesa missing?): {exc!r}"
-        if os.environ.get("ECS_REQUIRE_GL"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    win = window_or_skip(WIDTH, HEIGHT, "test_render_world")
     yield win
     win.close()
 
