@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.memcopy import clone, copy_into
+from ecs_engine.memcopy import as_bytes, clone, copy_into
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
@@ -288,9 +288,13 @@ def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
     a layout change, which moves every chunk's version)."""
     live = store.chunk_versions
     saved = s.chunk_versions
-    for i, chunk in enumerate(s.chunks):
-        if saved is None or live[i] != saved[i]:
-            copy_into(store.data[i * CHUNK_ROWS : i * CHUNK_ROWS + len(chunk)], chunk)
+    if store.data.dtype.itemsize:
+        dst = as_bytes(store.data)  # one flat byte view: each chunk is then a plain memcpy
+        step = CHUNK_ROWS * store.data.dtype.itemsize
+        for i, chunk in enumerate(s.chunks):
+            if saved is None or live[i] != saved[i]:
+                src = as_bytes(chunk)
+                dst[i * step : i * step + src.size] = src
     if saved is not None:
         live[: len(saved)] = saved
     store.data_version = s.data_version
