@@ -35,8 +35,8 @@ def write_all(result: SuiteResult, cfg: SuiteConfig, machine: dict[str, Any],
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(result.started))
-    suffix = "-quick" if cfg.quick else ""
     prefix = prefix_for(cfg, result)
+    suffix = prefix.removeprefix("latest")  # "-quick", "-partial" or "" for a full run
     paths = {"json": out_dir / f"{stamp}{suffix}.json", "md": out_dir / f"{prefix}.md"}
     payload = {
         "schema": SCHEMA,
