@@ -288,6 +288,7 @@ class Game:
         res["camera"] = {"x": float(start[0]), "y": float(start[1])}
         res["input"] = dict.fromkeys(INPUT_ACTIONS, False)
         res["level_size"] = [int(w), int(h)]
+        res["level"] = self.summary.name  # a save file knows which level it belongs to
         add_platformer_systems(self.world)
         self.world.add_system(fall_out, before=camera_follow)
         self.bounds = level_bounds(self.world, self.summary)
@@ -451,6 +452,13 @@ class Game:
         target = Path(path) if path is not None else self.save_path()
         try:
             snap = Snapshot.load(target)
+            level = snap.resources.get("level")
+            if level != self.summary.name:
+                # Entities of another level under this level's pictures and bounds would
+                # look like a corrupt game: refuse, keep playing.
+                self.message = (f"load failed: {target} is a save of level {level!r}, "
+                                f"not {self.summary.name!r}")
+                return False
             self._restore(snap, "load file", source="file")
         except SaveFileError as exc:
             self.message = f"load failed: {exc}"

@@ -43,13 +43,15 @@ class FieldDecl:
 
 
 def field(
-    dtype: Any,
+    dtype: Any = None,
     shape: int | tuple[int, ...] = (),
     default: Any = 0,
     label: str | None = None,
     editable: bool = True,
 ) -> Any:
-    """Declare a component field with options.
+    """Declare a component field with options: as the annotation (``kinds:
+    field(np.uint8, shape=8)``) or as the default (``hp: np.int16 = field(label="hp")``,
+    where the dtype comes from the annotation).
 
     ``shape`` makes a fixed-size container per row, ``label`` is the name level authors
     use, ``editable=False`` keeps the field in saves but hides it from level files.
@@ -201,7 +203,11 @@ class ComponentBase:
         raise AttributeError(f"{schema.name} has no field {name!r}")
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        try:
+            values = object.__getattribute__(self, "_values")
+        except AttributeError:  # construction failed half-way
+            values = {}
+        inner = ", ".join(f"{k}={v!r}" for k, v in values.items())
         return f"{schema_of(type(self)).name}({inner})"
 
     def _write(self, data: np.ndarray, rows: slice | np.ndarray,
@@ -235,6 +241,9 @@ def _build_schema(cls: type, name: str) -> ComponentSchema:
                 class_value.dtype if class_value.dtype is not None else ann,
                 class_value.shape, class_value.default, class_value.label, class_value.editable)
         elif isinstance(ann, FieldDecl):
+            if ann.dtype is None:
+                raise TypeError(f"{where}: field() used as the annotation needs a dtype, "
+                                f"e.g. field(np.float32, ...)")
             decl = ann if class_value is inspect.Parameter.empty else FieldDecl(
                 ann.dtype, ann.shape, class_value, ann.label, ann.editable)
         else:

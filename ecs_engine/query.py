@@ -25,7 +25,10 @@ class Query:
 
     Use as a context manager. ``q[T]`` is a structured array aligned with
     ``q.entities``; writes reach the store by the end of the block (immediately when
-    the query is served by an owning group, which hands out views, not copies).
+    the query is served by an owning group, which hands out views, not copies). A
+    copied column is written back row by row where the block changed it, so writes made
+    meanwhile elsewhere survive unless the block changed the same row. Columns in
+    ``readonly`` are read-only arrays (writing raises ``ValueError``).
     Structural changes made inside the block (spawn, despawn, add, remove) are
     deferred until the outermost query closes.
     """
@@ -55,7 +58,7 @@ class Query:
         self._rows: dict[type, slice | np.ndarray] = {}
         self._stores: dict[type, ComponentStore] = {}
         self._cache: dict[type, np.ndarray] = {}
-        self._gathered: dict[type, np.ndarray] = {}
+        self._gathered: dict[type, tuple[np.ndarray, np.ndarray]] = {}  # (copy, original)
         self.entities: np.ndarray = np.zeros(0, np.uint64)
 
     def __enter__(self) -> Query:
@@ -71,15 +74,29 @@ class Query:
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            for ctype, arr in self._gathered.items():
-                store = self._stores[ctype]
-                store.data[self._rows[ctype]] = arr
-                store.touch(self._rows[ctype])
+            for ctype, (arr, original) in self._gathered.items():
+                self._write_back(self._stores[ctype], self._rows[ctype], arr, original)
         finally:
             self._open = False
             self._cache.clear()
             self._gathered.clear()
             self._world._end_query()
+
+    @staticmethod
+    def _write_back(store: ComponentStore, rows: Any, arr: np.ndarray,
+                    original: np.ndarray) -> None:
+        """Scatter only the rows this block changed, so writes made meanwhile through
+        ``world.get`` or an inner query survive (and unchanged chunks stay shared)."""
+        size = arr.dtype.itemsize
+        if size == 0 or len(arr) == 0:
+            return
+        mine = arr.view(np.uint8).reshape(len(arr), size)
+        before = original.view(np.uint8).reshape(len(arr), size)
+        changed = (mine != before).any(axis=1)
+        if changed.any():
+            where = rows[changed]
+            store.data[where] = arr[changed]
+            store.touch(where)
 
     def _resolve(self) -> None:
         world = self._world
@@ -142,7 +159,7 @@ class Query:
             if ctype in self.readonly:
                 arr.flags.writeable = False
             else:
-                self._gathered[ctype] = arr
+                self._gathered[ctype] = (arr, arr.copy())
         self._cache[ctype] = arr
         return arr
 

@@ -10,6 +10,7 @@ import numpy as np
 from ecs_engine.entity import key_slot, key_str
 
 if TYPE_CHECKING:
+    from ecs_engine.slotmap import SlotMap
     from ecs_engine.storage import ComponentStore
 
 
@@ -21,17 +22,20 @@ class Record:
     component is gone, instead of silently touching another entity's row.
     """
 
-    __slots__ = ("_store", "_key")
+    __slots__ = ("_store", "_key", "_slots")
 
-    def __init__(self, store: ComponentStore, key: int) -> None:
+    def __init__(self, store: ComponentStore, key: int, slots: SlotMap | None = None) -> None:
         self._store = store
         self._key = key
+        self._slots = slots
 
     def _row(self) -> int:
         store = self._store
         slot = key_slot(self._key)
         row = int(store.sparse[slot]) if slot < len(store.sparse) else -1
         if row < 0 or int(store.entities[row]) != self._key:
+            if self._slots is not None and not self._slots.is_alive(self._key):
+                raise KeyError(f"record of {store.schema.name}: {self._slots.why_dead(self._key)}")
             raise KeyError(f"{key_str(self._key)} no longer has {store.schema.name}")
         return row
 

@@ -335,7 +335,7 @@ class World:
         store = self._stores.get(ctype)
         if store is None or not store.contains(key_slot(key)):
             raise KeyError(f"get: {key_str(key)} has no {schema_of(ctype).name}")
-        return Record(store, key)
+        return Record(store, key, self._slots)
 
     def components_of(self, entity: int) -> tuple[type, ...]:
         """The component types an entity has."""
@@ -375,9 +375,15 @@ class World:
         if self._deferring:
             raise RuntimeError("cannot create a group while a query is open")
         stores = [self._store(t) for t in types]
-        owned = [s.schema.name for s in stores if s.owner is not None]
+        owned = [s for s in stores if s.owner is not None]
         if owned:
-            raise ValueError(f"{', '.join(owned)} already belong to a group")
+            groups = {id(s.owner): s.owner for s in owned}.values()
+            names = "; ".join("(" + ", ".join(schema_of(t).name for t in g.types) + ")"
+                              for g in groups if isinstance(g, Group))
+            raise ValueError(f"{', '.join(s.schema.name for s in owned)} already belong to the "
+                             f"group {names} (a store has one group; writing queries create "
+                             f"one the first time: create groups up front, or use "
+                             f"World(auto_group=False))")
         group = Group(types, stores)
         self._groups.append(group)
         return group

@@ -320,3 +320,17 @@ def test_redecorating_under_another_name_gives_distinct_types() -> None:
     world = World()
     e = world.spawn(A(x=1), B(x=2))
     assert world.get(e, A)["x"] == 1 and world.get(e, B)["x"] == 2
+
+
+def test_field_as_the_default_takes_its_dtype_from_the_annotation() -> None:
+    @component
+    class Hit:
+        hp: np.int16 = field(default=100, label="health", editable=False)
+
+    spec = schema_of(Hit).fields[0]
+    assert (spec.dtype, spec.default, spec.label, spec.editable) == (np.dtype("<i2"), 100,
+                                                                    "health", False)
+    with pytest.raises(TypeError, match="needs a dtype"):
+        @component
+        class Broken:
+            x: field(label="x")  # type: ignore[valid-type]

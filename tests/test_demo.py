@@ -578,3 +578,14 @@ def test_python_m_demo_headless_subprocess(window: Any, tmp_path: Path) -> None:
     check_tile_pixel(img, game, rows=(SIZE[1] // 4, SIZE[1] - SIZE[1] // 10))
     row, col, sky = sky_pixel(game, img.shape)
     assert tuple(img[row, col]) == sky
+
+
+def test_a_save_of_another_level_is_refused_and_the_game_goes_on(game: Game,
+                                                                  tmp_path: Path) -> None:
+    play(game, 10)
+    assert game.save_file()
+    other = Game("tutorial", seed=0, save_dir=tmp_path / "saves")
+    before = other.state_hash()
+    assert not other.load_file()
+    assert "is a save of level 'Demo', not" in other.message
+    assert other.state_hash() == before

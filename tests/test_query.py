@@ -352,3 +352,17 @@ def test_float_overflow_into_float32_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"Position\.x: value .* overflows float32"):
         Position(x=1e300)
     assert np.isinf(Position(x=np.inf).x)  # an infinity asked for is kept
+
+
+def test_copying_query_keeps_writes_made_meanwhile_elsewhere() -> None:
+    world = World(auto_group=False)
+    keys = world.spawn_batch(Position(x=[1.0, 2.0, 3.0]), Velocity(dx=1.0))
+    with world.query(Position, Velocity) as q:
+        assert not q.aligned
+        pos = q[Position]  # read, and change only the first row
+        pos["x"][0] = 10.0
+        world.get(keys[1], Position)["x"] = 99.0  # a write through another path
+        with world.query(Position) as inner:
+            inner[Position]["y"][2] += 5.0
+    assert [float(world.get(k, Position)["x"]) for k in keys] == [10.0, 99.0, 3.0]
+    assert float(world.get(keys[2], Position)["y"]) == 5.0

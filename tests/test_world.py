@@ -337,9 +337,17 @@ def test_get_returns_a_writable_record() -> None:
     world.add(e, Player())
     assert world.get(e, Player).dtype.itemsize == 0  # a tag's record is empty
     record = world.get(e, Ammo)
-    world.spawn_batch(Ammo(), count=5)
-    world.despawn(e)  # rows move: a record re-finds its row or says the entity is gone
+    others = world.spawn_batch(Ammo(count=9), count=5)
+    kept = world.get(others[4], Ammo)
+    world.remove(others[0], Ammo)  # rows move: a record re-finds its row by key
+    assert kept["count"] == 9
     with pytest.raises(KeyError, match="no longer has Ammo"):
+        world.get(others[1], Ammo)  # still fine here ...
+        stale = world.get(others[1], Ammo)
+        world.remove(others[1], Ammo)
+        stale["count"]  # ... but not once the component is gone
+    world.despawn(e)
+    with pytest.raises(KeyError, match=r"record of Ammo: .* was despawned"):
         record["count"]
 
 
