@@ -37,6 +37,11 @@ def key_str(key: int) -> str:
     return f"Entity(slot={key_slot(key)}, gen={key_generation(key)})"
 
 
+def key_slots(keys: np.ndarray) -> np.ndarray:
+    """Slot indices of a uint64 key array (int64)."""
+    return (keys & np.uint64(SLOT_MASK)).view(np.int64)  # masked values fit: a view is exact
+
+
 def as_keys(keys: object) -> np.ndarray:
     """Convert a sequence of keys to a 1-D ``uint64`` array (no copy if already one)."""
     arr = np.asarray(keys)

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ecs_engine.storage import ComponentStore, key_slots
+from ecs_engine.entity import key_slots
+from ecs_engine.storage import ComponentStore
 
 
 class Group:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecs_engine.component import schema_of
-from ecs_engine.storage import ComponentStore, key_slots
+from ecs_engine.entity import key_slots
+from ecs_engine.storage import ComponentStore
 
 if TYPE_CHECKING:
     from ecs_engine.world import World

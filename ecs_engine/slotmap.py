@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ecs_engine.entity import KEY_DTYPE, SLOT_BITS, SLOT_MASK, key_str
+from ecs_engine.entity import KEY_DTYPE, SLOT_BITS, SLOT_MASK, key_slots, key_str
 
 MAX_SLOTS = 1 << 31  # slot indices must also fit a store's int32 sparse array
 
@@ -88,7 +88,7 @@ class SlotMap:
 
     def alive_mask(self, keys: np.ndarray) -> np.ndarray:
         """Vectorised ``is_alive`` over a uint64 key array."""
-        slots = (keys & np.uint64(SLOT_MASK)).astype(np.int64)
+        slots = key_slots(keys)
         gens = keys >> np.uint64(SLOT_BITS)
         ok = slots < self.high_water
         safe = np.where(ok, slots, 0)

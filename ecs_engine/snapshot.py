@@ -200,7 +200,7 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
 
     Linear time: uniqueness is checked by marking slots, not by sorting.
     """
-    from ecs_engine.entity import SLOT_BITS, SLOT_MASK
+    from ecs_engine.entity import SLOT_BITS, key_slots
     from ecs_engine.savefile import SaveFileError
 
     table = snap.slots
@@ -232,7 +232,7 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
                                 f"[0, {s.n}]")
         if not s.n:
             continue
-        slots = (s.entities & np.uint64(SLOT_MASK)).view(np.int64)  # < 2**32: view is exact
+        slots = key_slots(s.entities)
         if slots.max() >= hw or not np.array_equal(live[slots], s.entities):
             raise SaveFileError(f"component {s.name!r}: holds entities the slot table says "
                                 f"are not alive")

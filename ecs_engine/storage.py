@@ -8,15 +8,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from ecs_engine.component import ComponentSchema
-from ecs_engine.entity import KEY_DTYPE, SLOT_MASK
+from ecs_engine.entity import KEY_DTYPE, key_slots
 from ecs_engine.memcopy import copy_into
 
 CHUNK_ROWS = 32768  # rows per versioned chunk: snapshots share unchanged chunks
-
-
-def key_slots(keys: np.ndarray) -> np.ndarray:
-    """Slot indices of a uint64 key array (int64)."""
-    return (keys & np.uint64(SLOT_MASK)).view(np.int64)  # masked values fit: a view is exact
 
 
 def key_slots_view(keys: np.ndarray) -> np.ndarray:

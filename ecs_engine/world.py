@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from ecs_engine.component import ComponentBase, component_values, detached, schema_of
-from ecs_engine.entity import KEY_DTYPE, Entity, as_keys, key_slot, key_str
+from ecs_engine.entity import KEY_DTYPE, Entity, as_keys, key_slot, key_slots, key_str
 from ecs_engine.group import Group
 from ecs_engine.query import Query
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
-from ecs_engine.storage import ComponentStore, key_slots
+from ecs_engine.storage import ComponentStore
 
 SystemFn = Callable[["World", float], Any]
 
@@ -248,10 +248,7 @@ class World:
             if store is not None:  # None only for an empty batch
                 self._detach(store, arr)
 
-        if not self._deferring:
-            run()
-        else:
-            self._deferred.append(run)
+        self._run_or_defer(run)
 
     def _snapshot_values(self, comps: list[Any]) -> list[Any]:
         """Deferred ops must apply the values as they were at the call, not at the flush."""

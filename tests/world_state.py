@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ecs_engine import World
-from ecs_engine.storage import key_slots
+from ecs_engine.entity import key_slots
 
 
 def canon(value: Any) -> Any:
