@@ -16,12 +16,13 @@ from systems.gameplay import (
     spawners,
     touch_damage,
 )
-from systems.grid import StaticGrid, invalidate_static_grid, static_grid
+from systems.grid import StaticGrid, box_edges, invalidate_static_grid, static_grid
 from systems.physics import gravity, integrate
 from systems.schedule import PLATFORMER_SYSTEMS, add_platformer_systems
 
 __all__ = [
-    "PLATFORMER_SYSTEMS", "StaticGrid", "add_platformer_systems", "bounce", "camera_follow",
+    "PLATFORMER_SYSTEMS", "StaticGrid", "add_platformer_systems", "bounce", "box_edges",
+    "camera_follow",
     "collide", "gravity", "input_state", "integrate", "invalidate_static_grid", "lifetimes",
     "move_boxes", "overlap_matrix", "patrol", "pickups", "player_control", "projectile_hits",
     "solid_at", "spawn_projectiles", "spawners", "static_grid", "touch_damage",

@@ -30,6 +30,7 @@ from components import (
 from components.prefabs import PROJECTILE_RGBA
 from ecs_engine import World
 from systems.collision import solid_at
+from systems.grid import box_edges
 
 SHOOT_COOLDOWN = 0.25  # seconds between player shots
 PROJECTILE_SPEED = 22.0  # units/s
@@ -41,11 +42,6 @@ def input_state(world: World) -> dict[str, bool]:
     """The current input resource (all False when absent)."""
     state = world.resources.get("input") or {}
     return {k: bool(state.get(k, False)) for k in ("left", "right", "jump", "shoot")}
-
-
-def _boxes(pos: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, ...]:
-    hw, hh = col["w"] * 0.5, col["h"] * 0.5
-    return pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh
 
 
 def overlap_matrix(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -148,13 +144,13 @@ def projectile_hits(world: World, dt: float) -> None:
                      readonly=(Projectile, Position, Collider, Velocity)) as p:
         if len(p) == 0:
             return
-        shots = _boxes(p[Position], p[Collider])
+        shots = box_edges(p[Position], p[Collider])
         stopped = p[Velocity]["x"] == 0
         owners = p[Projectile]["owner"]
         damage = p[Projectile]["damage"]
         shot_keys = p.entities.copy()
         with world.query(Health, Position, Collider, readonly=(Position, Collider)) as h:
-            hits = overlap_matrix(shots, _boxes(h[Position], h[Collider]))
+            hits = overlap_matrix(shots, box_edges(h[Position], h[Collider]))
             hits &= owners[:, None] != h.entities[None, :]
             # One target per projectile: the first it overlaps.
             first = np.argmax(hits, axis=1)
@@ -194,8 +190,8 @@ def touch_damage(world: World, dt: float) -> None:
         health = p[Health]
         health["invulnerable"] = np.maximum(health["invulnerable"] - dt, 0)
         with world.query(Enemy, Position, Collider, readonly=(Enemy, Position, Collider)) as e:
-            touching = overlap_matrix(_boxes(p[Position], p[Collider]),
-                                      _boxes(e[Position], e[Collider]))
+            touching = overlap_matrix(box_edges(p[Position], p[Collider]),
+                                      box_edges(e[Position], e[Collider]))
             damage = (touching * e[Enemy]["damage"][None, :]).max(axis=1, initial=0)
         hurt = (damage > 0) & (health["invulnerable"] <= 0)
         health["hp"][hurt] -= damage[hurt].astype(np.int16)
@@ -212,8 +208,8 @@ def pickups(world: World, dt: float) -> None:
         if len(p) == 0:
             return
         with world.query(Pickup, Position, Collider, readonly=(Pickup, Position, Collider)) as k:
-            touching = overlap_matrix(_boxes(p[Position], p[Collider]),
-                                      _boxes(k[Position], k[Collider]))
+            touching = overlap_matrix(box_edges(p[Position], p[Collider]),
+                                      box_edges(k[Position], k[Collider]))
             got = touching.any(axis=0)
             if not got.any():
                 return

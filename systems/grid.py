@@ -12,6 +12,13 @@ from ecs_engine import World
 CACHE_KEY = "systems.static_grid"
 
 
+def box_edges(pos: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(left, bottom, right, top) in world units of boxes from Position (centre) and
+    Collider (full size) rows."""
+    hw, hh = col["w"] * 0.5, col["h"] * 0.5
+    return pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh
+
+
 def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For runs of ``counts``: (run index, offset within the run) per element."""
     owner = np.repeat(np.arange(len(counts)), counts)
@@ -111,10 +118,8 @@ def static_grid(world: World, cell: float = 4.0) -> StaticGrid:
     if isinstance(cached, StaticGrid) and cached.version == version and cached.cell == cell:
         return cached
     with world.query(Solid, Position, Collider, readonly=(Solid, Position, Collider)) as q:
-        pos, col = q[Position], q[Collider]
-        hw, hh = col["w"] * 0.5, col["h"] * 0.5
-        grid = StaticGrid.build(pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh,
-                                cell=cell, version=version)
+        grid = StaticGrid.build(*box_edges(q[Position], q[Collider]), cell=cell,
+                                version=version)
     world.caches[CACHE_KEY] = grid
     return grid
 

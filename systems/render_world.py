@@ -28,6 +28,7 @@ import numpy as np
 
 from components import Collider, Color, Layer, Position
 from ecs_engine import World
+from systems.grid import box_edges
 from systems.render_gl import QuadBatch, TextureLayer, world_projection
 
 if TYPE_CHECKING:
@@ -202,9 +203,9 @@ class WorldRenderer:
             pos, col = q[Position], q[Collider]
             if visible is not None and len(q):
                 left, bottom, right, top = visible
-                hw, hh = col["w"] * 0.5, col["h"] * 0.5
-                keep = np.flatnonzero((pos["x"] + hw >= left) & (pos["x"] - hw <= right)
-                                      & (pos["y"] + hh >= bottom) & (pos["y"] - hh <= top))
+                x0, y0, x1, y1 = box_edges(pos, col)
+                keep = np.flatnonzero((x1 >= left) & (x0 <= right) & (y1 >= bottom)
+                                      & (y0 <= top))
             else:
                 keep = np.arange(len(q))
             # Stable: equal z keeps row order, which restore reproduces exactly, so a
