@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from components import Health, Position, Velocity
 from ecs_engine import NULL, Entity, World, component
+from ecs_engine.components import Health, Position, Velocity
 from ecs_engine.memcopy import as_bytes
 
 __all__ = ["MIX_TYPES", "Target", "build_world", "churn", "mutate_values", "spawn_mix"]

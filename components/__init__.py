@@ -1,6 +1,6 @@
 """Reusable game components (physics, gameplay, render) and the stock prefabs."""
 
-from components.gameplay import (
+from ecs_engine.components.gameplay import (
     Ammo,
     Bouncer,
     Enemy,
@@ -13,9 +13,17 @@ from components.gameplay import (
     Score,
     Spawner,
 )
-from components.physics import Collider, Gravity, Grounded, Position, Solid, Tile, Velocity
-from components.prefabs import TILE_RGBA, stock_prefabs
-from components.render import Color, Layer
+from ecs_engine.components.physics import (
+    Collider,
+    Gravity,
+    Grounded,
+    Position,
+    Solid,
+    Tile,
+    Velocity,
+)
+from ecs_engine.components.prefabs import TILE_RGBA, stock_prefabs
+from ecs_engine.components.render import Color, Layer
 
 __all__ = [
     "TILE_RGBA", "Ammo", "Bouncer", "Collider", "Color", "Enemy", "Gravity", "Grounded", "Health",

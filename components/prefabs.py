@@ -5,7 +5,8 @@ Tile prefabs are static boxes: the level loader sets ``x, y, w, h`` per rectangl
 
 from __future__ import annotations
 
-from components.gameplay import (
+from ecs_engine import PrefabRegistry
+from ecs_engine.components.gameplay import (
     Ammo,
     Enemy,
     Health,
@@ -17,9 +18,16 @@ from components.gameplay import (
     Score,
     Spawner,
 )
-from components.physics import Collider, Gravity, Grounded, Position, Solid, Tile, Velocity
-from components.render import Color, Layer
-from ecs_engine import PrefabRegistry
+from ecs_engine.components.physics import (
+    Collider,
+    Gravity,
+    Grounded,
+    Position,
+    Solid,
+    Tile,
+    Velocity,
+)
+from ecs_engine.components.render import Color, Layer
 
 PLAYER_RGBA = (40, 120, 255, 255)
 ENEMY_RGBA = (220, 40, 40, 255)

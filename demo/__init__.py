@@ -1,6 +1,6 @@
-"""The arcade platformer demo (``python -m demo``): a shipped level, the stock systems,
+"""The arcade platformer demo (``python -m ecs_engine.demo``): a shipped level, the stock systems,
 quicksave/quickload, save files and rewind. ``demo.game`` holds the arcade-free logic."""
 
-from demo.game import ACTIONS, DT, TICK_RATE, Game, state_hash
+from ecs_engine.demo.game import ACTIONS, DT, TICK_RATE, Game, state_hash
 
 __all__ = ["ACTIONS", "DT", "TICK_RATE", "Game", "state_hash"]

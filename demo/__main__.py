@@ -1,4 +1,4 @@
-"""``python -m demo [LEVEL]``: the arcade platformer, in a window or headless.
+"""``python -m ecs_engine.demo [LEVEL]``: the arcade platformer, in a window or headless.
 
 Nothing here imports arcade before the headless decision is made (arcade reads its headless
 switch at its first import), so ``--help`` and the no-display message work anywhere.
@@ -15,7 +15,7 @@ from pathlib import Path
 HOW_TO_HEADLESS = """\
 demo: no display found ({reason}).
 Run it headless instead, e.g.:
-    python -m demo --headless --frames 300 --screenshot shot.png
+    {command} --headless --frames 300 --screenshot shot.png
 or set ARCADE_HEADLESS=1 in the environment (then the run is headless too)."""
 
 DEFAULT_HEADLESS_FRAMES = 300
@@ -48,7 +48,7 @@ def _non_negative(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m demo",
+        prog="python -m ecs_engine.demo",
         description="A platformer on the columnar ECS engine: run, jump, shoot; quicksave, "
                     "quickload, save files and rewind.",
         epilog="Keys: A/D or arrows run, W/Up/Space jump, J/X shoot, hold R rewind, "
@@ -102,10 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if headless_only and not headless:
         parser.error(f"{', '.join(headless_only)} only apply with --headless")
 
-    from demo.game import Game
-    from demo.headless import ScriptError, load_script
-    from levels import LevelError
-    from systems.render_gl import NO_DISPLAY_MESSAGE, make_window
+    from ecs_engine.demo.game import Game
+    from ecs_engine.demo.headless import ScriptError, load_script
+    from ecs_engine.levels import LevelError
+    from ecs_engine.systems.render_gl import NO_DISPLAY_MESSAGE, make_window
 
     script = []
     if args.inputs is not None:
@@ -123,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RuntimeError as exc:
             if NO_DISPLAY_MESSAGE not in str(exc):
                 raise
-            print(HOW_TO_HEADLESS.format(reason=exc), file=sys.stderr)
+            # ./dev sets ECS_DEMO_COMMAND so the hint names the command the user actually typed.
+            command = os.environ.get("ECS_DEMO_COMMAND", "python -m ecs_engine.demo")
+            print(HOW_TO_HEADLESS.format(reason=exc, command=command), file=sys.stderr)
             return 2
 
     try:
@@ -137,12 +139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     if window is not None:
-        from demo.window import run_window
+        from ecs_engine.demo.window import run_window
 
         run_window(game, window, pixels_per_unit=args.zoom, hud=not args.no_hud)
         return 0
 
-    from demo.headless import run_headless
+    from ecs_engine.demo.headless import run_headless
 
     frames = DEFAULT_HEADLESS_FRAMES if args.frames is None else args.frames
     result = run_headless(game, frames, script=script, size=args.size,

@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from components import (
+from ecs_engine import History, SaveFileError, Snapshot, World, schema_of
+from ecs_engine.components import (
     Ammo,
     Bouncer,
     Collider,
@@ -46,9 +47,8 @@ from components import (
     Velocity,
     stock_prefabs,
 )
-from ecs_engine import History, SaveFileError, Snapshot, World, schema_of
-from levels import LevelSummary, load_level, shipped_level
-from systems import add_platformer_systems, camera_follow, static_grid
+from ecs_engine.levels import LevelSummary, load_level, shipped_level
+from ecs_engine.systems import add_platformer_systems, camera_follow, static_grid
 
 __all__ = [
     "ACTIONS",

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from demo.game import ACTIONS, HOLD_ACTIONS, Game
+from ecs_engine.demo.game import ACTIONS, HOLD_ACTIONS, Game
 
 if TYPE_CHECKING:
     import arcade
 
-    from demo.window import GameView
+    from ecs_engine.demo.window import GameView
 
 __all__ = ["Event", "HeadlessResult", "ScriptError", "load_script", "parse_script",
            "run_headless", "screenshot_path"]
@@ -173,13 +173,13 @@ def run_headless(
         raise ValueError(f"frames must be >= 0, got {frames}")
     if every is not None and every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
-    from systems.render_gl import make_window, save_screenshot
+    from ecs_engine.systems.render_gl import make_window, save_screenshot
 
     own_window = window is None
     if window is None:
         window = make_window(size[0], size[1], "ecs demo (headless)", headless=True)
     try:
-        from demo.window import GameView
+        from ecs_engine.demo.window import GameView
 
         view = GameView(game, window, pixels_per_unit=pixels_per_unit, hud=hud)
         by_frame: dict[int, list[Event]] = {}

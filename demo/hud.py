@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import arcade
 import pyglet
 
-from demo.game import SLOTS, Game, Timing
+from ecs_engine.demo.game import SLOTS, Game, Timing
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -15,9 +15,9 @@ import time
 import arcade
 from pyglet import gl
 
-from demo.game import Game, default_zoom
-from demo.hud import Hud
-from systems.render_world import WorldRenderer
+from ecs_engine.demo.game import Game, default_zoom
+from ecs_engine.demo.hud import Hud
+from ecs_engine.systems.render_world import WorldRenderer
 
 __all__ = ["CTRL_KEYS", "KEYMAP", "SKY_RGBA", "GameView", "run_window"]
 

@@ -1,15 +1,24 @@
 """Level format, image decoding, rectangle partition and level loading.
 
 A level is a folder: ``level.lvl`` (JSON) plus PNG layers in ``geometry/``, ``sprites/`` and
-``visuals/``. See ``levels/FORMAT.md`` for the format and the coordinate conventions.
+``visuals/``. See ``FORMAT.md`` beside this module for the format and the coordinate conventions.
 """
 
-from levels.errors import LevelError
-from levels.format import LevelFile, read_level_file
-from levels.loader import LevelPlan, load_level, plan_level
-from levels.partition import RECT_DTYPE, partition
-from levels.shipped import shipped_level, shipped_levels
-from levels.summary import LevelSummary, VisualLayer, WorldRect
+try:  # pillow and scipy come with the [levels] extra; the core engine needs neither
+    import PIL  # noqa: F401
+    import scipy  # noqa: F401
+except ImportError as missing:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        f"ecs_engine.levels needs {missing.name!r}: install the levels extra, "
+        "pip install 'ecs-engine[levels]'"
+    ) from missing
+
+from ecs_engine.levels.errors import LevelError
+from ecs_engine.levels.format import LevelFile, read_level_file
+from ecs_engine.levels.loader import LevelPlan, load_level, plan_level
+from ecs_engine.levels.partition import RECT_DTYPE, partition
+from ecs_engine.levels.shipped import shipped_level, shipped_levels
+from ecs_engine.levels.summary import LevelSummary, VisualLayer, WorldRect
 
 __all__ = [
     "RECT_DTYPE",

@@ -1,4 +1,4 @@
-"""Command line: ``python -m levels inspect PATH [--method exact] [--out picture.png]``.
+"""Command line: ``python -m ecs_engine.levels inspect PATH [--method exact] [--out picture.png]``.
 
 ``PATH`` is a level folder, its ``.lvl`` file, or the name of a shipped level. Exit codes:
 0 success, 2 bad input (the :class:`LevelError` message goes to stderr).
@@ -11,12 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-from components import stock_prefabs
 from ecs_engine import World
-from levels.errors import LevelError
-from levels.inspect import DEFAULT_SCALE, MAX_SIDE, picture, picture_scale
-from levels.loader import plan_level
-from levels.shipped import shipped_level, shipped_levels
+from ecs_engine.components import stock_prefabs
+from ecs_engine.levels.errors import LevelError
+from ecs_engine.levels.inspect import DEFAULT_SCALE, MAX_SIDE, picture, picture_scale
+from ecs_engine.levels.loader import plan_level
+from ecs_engine.levels.shipped import shipped_level, shipped_levels
 
 
 def _level_path(text: str) -> Path:
@@ -44,7 +44,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m levels",
+    parser = argparse.ArgumentParser(prog="python -m ecs_engine.levels",
                                      description="Level tools for the ecs-level format.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="load a level, print its summary, draw its colliders")

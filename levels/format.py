@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, Literal, NoReturn
 
-from levels.colors import RGBA, parse_hex, to_hex
-from levels.errors import LevelError
+from ecs_engine.levels.colors import RGBA, parse_hex, to_hex
+from ecs_engine.levels.errors import LevelError
 
 __all__ = [
     "FORMAT_NAME", "KINDS", "LEVEL_FILE_NAME", "MAX_LVL_BYTES", "ColorRule", "LayerSpec",

@@ -17,8 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
-from levels.colors import RGBA, pack, pack_image, to_hex, unpack
-from levels.errors import LevelError
+from ecs_engine.levels.colors import RGBA, pack, pack_image, to_hex, unpack
+from ecs_engine.levels.errors import LevelError
 
 __all__ = [
     "DEFAULT_MAX_PIXELS", "PNG_SIGNATURE", "ColorTable", "png_size", "read_rgba",

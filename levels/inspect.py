@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from levels.loader import GeometryPlan, LevelPlan
+from ecs_engine.levels.loader import GeometryPlan, LevelPlan
 
 __all__ = ["DEFAULT_SCALE", "MAX_SIDE", "picture", "picture_scale"]
 

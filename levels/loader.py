@@ -27,11 +27,11 @@ from numpy.typing import NDArray
 
 from ecs_engine import Prefab, PrefabError, PrefabRegistry, World, schema_of
 from ecs_engine.component import ComponentBase, component_values
-from levels.errors import LevelError
-from levels.format import KINDS, ColorRule, LayerSpec, LevelFile, read_level_file
-from levels.images import DEFAULT_MAX_PIXELS, ColorTable, read_rgba, resolve_layer_path
-from levels.partition import partition
-from levels.summary import LevelSummary, VisualLayer, WorldRect
+from ecs_engine.levels.errors import LevelError
+from ecs_engine.levels.format import KINDS, ColorRule, LayerSpec, LevelFile, read_level_file
+from ecs_engine.levels.images import DEFAULT_MAX_PIXELS, ColorTable, read_rgba, resolve_layer_path
+from ecs_engine.levels.partition import partition
+from ecs_engine.levels.summary import LevelSummary, VisualLayer, WorldRect
 
 __all__ = ["Batch", "GeometryPlan", "LevelPlan", "SpritePlan", "load_level", "plan_level"]
 

@@ -1,6 +1,7 @@
 """Generate every shipped level under ``levels/data/`` (deterministic: fixed seeds).
 
-Run ``python -m levels.make_levels [--out DIR]``. Each level folder is rebuilt from scratch.
+Run ``python -m ecs_engine.levels.make_levels [--out DIR]``. Each level folder is rebuilt
+from scratch.
 Images use a few flat colours and are written as palette PNGs, so they stay small.
 """
 
@@ -18,8 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from levels.colors import RGBA, parse_hex
-from levels.shipped import data_dir
+from ecs_engine.levels.colors import RGBA, parse_hex
+from ecs_engine.levels.shipped import data_dir
 
 __all__ = ["LEVELS", "LevelSource", "build", "main", "write_level"]
 
@@ -372,7 +373,7 @@ def build(names: list[str] | None = None, out: Path | None = None) -> list[Path]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m levels.make_levels",
+    parser = argparse.ArgumentParser(prog="python -m ecs_engine.levels.make_levels",
                                      description="(Re)generate the shipped levels.")
     parser.add_argument("names", nargs="*", default=[],
                         help=f"levels to build (default: all of {sorted(LEVELS)})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from levels.format import LEVEL_FILE_NAME
+from ecs_engine.levels.format import LEVEL_FILE_NAME
 
 __all__ = ["data_dir", "shipped_level", "shipped_levels"]
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from levels.colors import RGBA, to_hex
+from ecs_engine.levels.colors import RGBA, to_hex
 
 __all__ = ["LevelSummary", "VisualLayer", "WorldRect"]
 
@@ -70,7 +70,7 @@ class LevelSummary:
         return sum(self.entity_counts.values())
 
     def describe(self) -> str:
-        """A few human-readable lines (what ``python -m levels inspect`` prints)."""
+        """A few human-readable lines (what ``python -m ecs_engine.levels inspect`` prints)."""
         w, h = self.size
         start = ("none" if self.player_start is None
                  else f"({self.player_start[0]:g}, {self.player_start[1]:g})")

@@ -1,8 +1,8 @@
 """Reusable systems: physics, platformer collision, gameplay (no arcade here; the arcade
 bridge is ``systems.render_gl``, imported on its own)."""
 
-from systems.collision import collide, move_boxes, solid_at
-from systems.gameplay import (
+from ecs_engine.systems.collision import collide, move_boxes, solid_at
+from ecs_engine.systems.gameplay import (
     bounce,
     camera_follow,
     input_state,
@@ -16,9 +16,9 @@ from systems.gameplay import (
     spawners,
     touch_damage,
 )
-from systems.grid import StaticGrid, box_edges, invalidate_static_grid, static_grid
-from systems.physics import gravity, integrate
-from systems.schedule import PLATFORMER_SYSTEMS, add_platformer_systems
+from ecs_engine.systems.grid import StaticGrid, box_edges, invalidate_static_grid, static_grid
+from ecs_engine.systems.physics import gravity, integrate
+from ecs_engine.systems.schedule import PLATFORMER_SYSTEMS, add_platformer_systems
 
 __all__ = [
     "PLATFORMER_SYSTEMS", "StaticGrid", "add_platformer_systems", "bounce", "box_edges",

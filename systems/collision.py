@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from components import Collider, Grounded, Position, Velocity
 from ecs_engine import World
-from systems.grid import StaticGrid, static_grid
+from ecs_engine.components import Collider, Grounded, Position, Velocity
+from ecs_engine.systems.grid import StaticGrid, static_grid
 
 SKIN = 1e-3  # units: bodies stop this far from a wall so the next tick starts clear of it
 

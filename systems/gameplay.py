@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from components import (
+from ecs_engine import World
+from ecs_engine.components import (
     Ammo,
     Bouncer,
     Collider,
@@ -27,10 +28,9 @@ from components import (
     Spawner,
     Velocity,
 )
-from components.prefabs import PROJECTILE_RGBA
-from ecs_engine import World
-from systems.collision import solid_at
-from systems.grid import box_edges
+from ecs_engine.components.prefabs import PROJECTILE_RGBA
+from ecs_engine.systems.collision import solid_at
+from ecs_engine.systems.grid import box_edges
 
 SHOOT_COOLDOWN = 0.25  # seconds between player shots
 PROJECTILE_SPEED = 22.0  # units/s

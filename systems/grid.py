@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from components import Collider, Position, Solid
 from ecs_engine import World
+from ecs_engine.components import Collider, Position, Solid
 
 CACHE_KEY = "systems.static_grid"
 

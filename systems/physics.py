@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from components import Collider, Gravity, Position, Velocity
 from ecs_engine import World
+from ecs_engine.components import Collider, Gravity, Position, Velocity
 
 TERMINAL_SPEED = 40.0  # units/s: caps falling so a body never skips a 1-unit tile per tick
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from components import Collider, Color, Layer, Position
 from ecs_engine import World
-from systems.grid import box_edges
-from systems.render_gl import QuadBatch, TextureLayer, world_projection
+from ecs_engine.components import Collider, Color, Layer, Position
+from ecs_engine.systems.grid import box_edges
+from ecs_engine.systems.render_gl import QuadBatch, TextureLayer, world_projection
 
 if TYPE_CHECKING:
     from arcade.context import ArcadeContext

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from components import Collider, Grounded, Position, Velocity
 from ecs_engine import World
-from systems.collision import collide
-from systems.gameplay import (
+from ecs_engine.components import Collider, Grounded, Position, Velocity
+from ecs_engine.systems.collision import collide
+from ecs_engine.systems.gameplay import (
     bounce,
     camera_follow,
     lifetimes,
@@ -16,7 +16,7 @@ from systems.gameplay import (
     spawners,
     touch_damage,
 )
-from systems.physics import gravity, integrate
+from ecs_engine.systems.physics import gravity, integrate
 
 PLATFORMER_SYSTEMS = (player_control, patrol, bounce, spawners, gravity, integrate, collide,
                       projectile_hits, touch_damage, pickups, lifetimes, camera_follow)

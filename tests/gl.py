@@ -12,7 +12,7 @@ def window_or_skip(width: int, height: int, title: str) -> Any:
     """A headless window; skips the test when no GL context can be created at all, or
     fails instead when ``ECS_REQUIRE_GL=1`` (CI sets it, so a missing system package
     cannot silently turn GL tests into skips)."""
-    from systems.render_gl import make_window
+    from ecs_engine.systems.render_gl import make_window
 
     try:
         return make_window(width, height, title, headless=True)

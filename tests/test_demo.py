@@ -1,5 +1,5 @@
 """The demo: game logic without GL (saves, slots, rewind, save files, state hash), then
-headless end-to-end runs with pixel checks (in process and as ``python -m demo``)."""
+headless end-to-end runs with pixel checks (in process and as ``python -m ecs_engine.demo``)."""
 
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from components import Bouncer, Collider, Color, Player, Position, Solid
-from components.prefabs import PLAYER_RGBA
-from demo import Game, state_hash
-from demo.game import DT, MAX_TICKS_PER_FRAME, default_zoom
-from demo.headless import ScriptError, load_script, parse_script, run_headless
 from ecs_engine import World
-from systems import static_grid
-from systems.render_gl import read_pixels
-from systems.render_world import Viewport, camera_center
+from ecs_engine.components import Bouncer, Collider, Color, Player, Position, Solid
+from ecs_engine.components.prefabs import PLAYER_RGBA
+from ecs_engine.demo import Game, state_hash
+from ecs_engine.demo.game import DT, MAX_TICKS_PER_FRAME, default_zoom
+from ecs_engine.demo.headless import ScriptError, load_script, parse_script, run_headless
+from ecs_engine.systems import static_grid
+from ecs_engine.systems.render_gl import read_pixels
+from ecs_engine.systems.render_world import Viewport, camera_center
 from tests.gl import window_or_skip
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -294,7 +294,7 @@ def test_stress_bodies_start_clear_of_walls_and_stay(tmp_path: Path) -> None:
 
 
 def test_level_argument_accepts_names_and_folders(tmp_path: Path) -> None:
-    from levels import shipped_level
+    from ecs_engine.levels import shipped_level
 
     by_name = Game("tutorial", save_dir=tmp_path)
     by_path = Game(shipped_level("tutorial"), save_dir=tmp_path)
@@ -333,8 +333,8 @@ def test_help_works_without_a_display() -> None:
     env = subprocess_env()
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "ARCADE_HEADLESS"):
         env.pop(var, None)
-    out = subprocess.run([sys.executable, "-m", "demo", "--help"], env=env, cwd=REPO_ROOT,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "ecs_engine.demo", "--help"], env=env,
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "--headless" in out.stdout and "--stress" in out.stdout
 
@@ -343,10 +343,10 @@ def test_no_display_says_how_to_run_headless_and_exits_2(tmp_path: Path) -> None
     env = subprocess_env()
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "ARCADE_HEADLESS"):
         env.pop(var, None)
-    out = subprocess.run([sys.executable, "-m", "demo"], env=env, cwd=tmp_path,
+    out = subprocess.run([sys.executable, "-m", "ecs_engine.demo"], env=env, cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
-    assert "python -m demo --headless --frames 300 --screenshot shot.png" in out.stderr
+    assert "python -m ecs_engine.demo --headless --frames 300 --screenshot shot.png" in out.stderr
     assert "ARCADE_HEADLESS=1" in out.stderr
     assert "Traceback" not in out.stderr
 
@@ -488,7 +488,7 @@ class GameViewProbe:
     """Draws the game the way the headless runner does, minus the visual layers."""
 
     def __init__(self, window: Any, game: Game) -> None:
-        from demo.window import GameView
+        from ecs_engine.demo.window import GameView
 
         self.window = window
         self.view = GameView(game, window, hud=False)
@@ -502,7 +502,7 @@ class GameViewProbe:
 def test_keys_map_to_actions(window: Any, tmp_path: Path) -> None:
     import arcade
 
-    from demo.window import KEYMAP, GameView
+    from ecs_engine.demo.window import KEYMAP, GameView
 
     game = Game(seed=0, save_dir=tmp_path)
     view = GameView(game, window, hud=True)
@@ -557,8 +557,8 @@ def test_hud_draws_text(window: Any, tmp_path: Path) -> None:
 def test_python_m_demo_headless_subprocess(window: Any, tmp_path: Path) -> None:
     shot = tmp_path / "shot_{frame}.png"
     out = subprocess.run(
-        [sys.executable, "-m", "demo", "--headless", "--frames", "60", "--size", "480x270",
-         "--screenshot", str(shot)],
+        [sys.executable, "-m", "ecs_engine.demo", "--headless", "--frames", "60",
+         "--size", "480x270", "--screenshot", str(shot)],
         env=subprocess_env(ARCADE_HEADLESS="1"), cwd=tmp_path, capture_output=True, text=True,
         timeout=120)
     assert out.returncode == 0, out.stderr

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import levels
-from components import (
+from ecs_engine import PrefabRegistry, World, component, levels
+from ecs_engine.components import (
     Collider,
     Color,
     Layer,
@@ -29,12 +29,11 @@ from components import (
     Tile,
     stock_prefabs,
 )
-from ecs_engine import PrefabRegistry, World, component
-from levels import LevelError, load_level, partition, plan_level, read_level_file
-from levels.colors import pack_image, parse_hex
-from levels.images import PNG_SIGNATURE
-from levels.loader import resolve_prefab
-from levels.make_levels import LevelSource, save_png, write_level
+from ecs_engine.levels import LevelError, load_level, partition, plan_level, read_level_file
+from ecs_engine.levels.colors import pack_image, parse_hex
+from ecs_engine.levels.images import PNG_SIGNATURE
+from ecs_engine.levels.loader import resolve_prefab
+from ecs_engine.levels.make_levels import LevelSource, save_png, write_level
 
 REAL_LEVELS = Path(__file__).resolve().parents[2] / "shared" / "levels-real"
 

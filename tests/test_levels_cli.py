@@ -1,4 +1,4 @@
-"""``python -m levels inspect``: summary text, the picture, exit codes."""
+"""``python -m ecs_engine.levels inspect``: summary text, the picture, exit codes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import levels
-from levels.__main__ import main
+from ecs_engine import levels
+from ecs_engine.levels.__main__ import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -72,11 +72,12 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_module_entry_point(tmp_path: Path) -> None:
     out = tmp_path / "thesis.png"
-    ok = subprocess.run([sys.executable, "-m", "levels", "inspect", "thesis_example",
+    ok = subprocess.run([sys.executable, "-m", "ecs_engine.levels", "inspect", "thesis_example",
                          "--out", str(out)], cwd=REPO, capture_output=True, text=True,
                         timeout=60)
     assert ok.returncode == 0, ok.stderr
     assert "format version 0" in ok.stdout and Image.open(out).size == (80 * 8, 15 * 8)
-    bad = subprocess.run([sys.executable, "-m", "levels", "inspect", str(tmp_path / "nope")],
+    bad = subprocess.run([sys.executable, "-m", "ecs_engine.levels", "inspect",
+                          str(tmp_path / "nope")],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "error:" in bad.stderr and "nope" in bad.stderr

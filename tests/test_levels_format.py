@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-import levels
-from levels import LevelError, read_level_file
-from levels.colors import pack, pack_image, parse_hex, to_hex, unpack
-from levels.format import MAX_LVL_BYTES
-from levels.make_levels import LEVELS, build
+from ecs_engine import levels
+from ecs_engine.levels import LevelError, read_level_file
+from ecs_engine.levels.colors import pack, pack_image, parse_hex, to_hex, unpack
+from ecs_engine.levels.format import MAX_LVL_BYTES
+from ecs_engine.levels.make_levels import LEVELS, build
 
 SCHEMA_PATH = Path(levels.__file__).parent / "lvl.schema.json"
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 
-from levels import RECT_DTYPE, partition
+from ecs_engine.levels import RECT_DTYPE, partition
 from tests.thesis_partition import thesis_greedy
 
 # The module, not the function that ``levels`` re-exports under the same name.

@@ -5,8 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from components import Collider, Color, Enemy, Health, Patrol, Position, Tile, stock_prefabs
 from ecs_engine import PrefabError, PrefabRegistry, World
+from ecs_engine.components import (
+    Collider,
+    Color,
+    Enemy,
+    Health,
+    Patrol,
+    Position,
+    Tile,
+    stock_prefabs,
+)
 
 
 def test_instantiate_sets_params_by_label() -> None:

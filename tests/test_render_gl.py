@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from systems.render_gl import (
+from ecs_engine.systems.render_gl import (
     NO_DISPLAY_MESSAGE,
     QuadBatch,
     TextureLayer,

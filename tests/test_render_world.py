@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-from components import Collider, Color, Layer, Position, Velocity
 from ecs_engine import Snapshot, World
-from systems.render_gl import read_pixels
-from systems.render_world import Viewport, WorldRenderer, camera_center
+from ecs_engine.components import Collider, Color, Layer, Position, Velocity
+from ecs_engine.systems.render_gl import read_pixels
+from ecs_engine.systems.render_world import Viewport, WorldRenderer, camera_center
 from tests.gl import window_or_skip
 
 WIDTH, HEIGHT = 320, 240

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components import (
+from ecs_engine import World
+from ecs_engine.components import (
     Ammo,
     Collider,
     Enemy,
@@ -24,8 +25,7 @@ from components import (
     Velocity,
     stock_prefabs,
 )
-from ecs_engine import World
-from systems import (
+from ecs_engine.systems import (
     StaticGrid,
     add_platformer_systems,
     collide,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from levels.partition import RECT_DTYPE
+from ecs_engine.levels.partition import RECT_DTYPE
 
 __all__ = ["thesis_greedy"]
 

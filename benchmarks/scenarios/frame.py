@@ -33,9 +33,9 @@ def build_frame(n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
 
     os.environ.setdefault("ARCADE_HEADLESS", "1")
     os.environ.setdefault("ARCADE_SOUND_BACKENDS", "silent")
-    from demo.game import Game
-    from systems.render_gl import make_window
-    from systems.render_world import WorldRenderer
+    from ecs_engine.demo.game import Game
+    from ecs_engine.systems.render_gl import make_window
+    from ecs_engine.systems.render_world import WorldRenderer
 
     game = Game("demo", stress=n, history_seconds=1 / 60, save_dir=os.devnull)
     width, height = WINDOW

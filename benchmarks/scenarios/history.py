@@ -18,8 +18,8 @@ import numpy as np
 
 from benchmarks.runner import Record, Timing, progress, record
 from benchmarks.scenarios import Job, Plan
-from components import Collider, Position, Solid, Velocity
 from ecs_engine import History, World, component
+from ecs_engine.components import Collider, Position, Solid, Velocity
 from ecs_engine.entity import KEY_DTYPE
 
 NAME = "history"

@@ -18,7 +18,7 @@ import numpy as np
 
 from benchmarks.runner import Op, Record, Timing, progress, record, timed_records
 from benchmarks.scenarios import Job, Plan, median_of
-from levels import partition
+from ecs_engine.levels import partition
 
 NAME = "partition"
 TITLE = "Level partition"

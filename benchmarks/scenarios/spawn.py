@@ -14,8 +14,8 @@ import numpy as np
 from benchmarks import baselines
 from benchmarks.runner import Op, Record, Timing, timed_records
 from benchmarks.scenarios import Plan, sized_jobs
-from components import Position, Velocity
 from ecs_engine import World, schema_of
+from ecs_engine.components import Position, Velocity
 
 NAME = "spawn"
 TITLE = "Bulk spawn"

@@ -17,8 +17,8 @@ from benchmarks import baselines
 from benchmarks.mix import build_world, churn
 from benchmarks.runner import Op, Record, Timing, timed_records
 from benchmarks.scenarios import Plan, sized_jobs
-from components import Position, Velocity
 from ecs_engine import World
+from ecs_engine.components import Position, Velocity
 
 NAME = "tick"
 TITLE = "Movement tick"
