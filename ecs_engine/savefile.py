@@ -11,19 +11,18 @@ allocate more than the file holds.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 import numpy as np
 import xxhash
 
+from ecs_engine.atomicfile import write_atomic
 from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.savevalues import (
     BIT_GENERATORS,
@@ -214,36 +213,13 @@ def encode_snapshot(snap: Snapshot) -> memoryview:
     return memoryview(_encode(snap)).toreadonly()
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # e.g. Windows cannot open folders
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
     """Write ``snap`` to ``path`` atomically: a crash at any point leaves either the old
-    file or the new one. Writes ``<path>.tmp`` (replacing a stale one), fsyncs it, renames
-    it over ``path`` and fsyncs the folder."""
-    target = Path(path)
+    file or the new one, and several worlds saving to one path at once leave one complete
+    save. Writes a temp file of its own next to ``path`` (created exclusively, never
+    through a link), fsyncs it, renames it over ``path`` and fsyncs the folder."""
     buf = _encode(snap)
-    tmp = target.with_name(target.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(memoryview(buf))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(target.parent)
+    write_atomic(path, lambda f: f.write(memoryview(buf)))
 
 
 # -- reading ---------------------------------------------------------------------------

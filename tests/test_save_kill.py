@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import World, component
+from ecs_engine.atomicfile import temp_name_pattern
 
 ENTITIES = 2_000_000  # one save is ~66 MB and takes ~50-100 ms here
 ROUNDS = 6
@@ -65,7 +66,11 @@ def load_and_check(path: Path) -> int:
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_killed_mid_save_leaves_a_loadable_save(tmp_path: Path) -> None:
     path = tmp_path / "world.sav"
-    tmp = tmp_path / "world.sav.tmp"
+    pattern = temp_name_pattern(path)
+
+    def temp_files() -> list[Path]:
+        return [p for p in tmp_path.iterdir() if pattern.fullmatch(p.name)]
+
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     rng = random.Random(7)
     last = 0
@@ -81,7 +86,7 @@ def test_killed_mid_save_leaves_a_loadable_save(tmp_path: Path) -> None:
                 time.sleep(rng.uniform(0.0, 0.25))
             else:  # while the temp file is being written or synced
                 deadline = time.monotonic() + 5
-                while not tmp.exists() and time.monotonic() < deadline:
+                while not temp_files() and time.monotonic() < deadline:
                     time.sleep(0.0005)
                 time.sleep(rng.uniform(0.0, 0.01))
         finally:
@@ -89,7 +94,7 @@ def test_killed_mid_save_leaves_a_loadable_save(tmp_path: Path) -> None:
             proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
-        killed_mid_write += tmp.exists()
+        killed_mid_write += bool(temp_files())
         loaded = load_and_check(path)
         assert loaded >= last + 1  # never older than a save we saw finish
         last = loaded

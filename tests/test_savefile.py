@@ -348,10 +348,10 @@ def test_empty_world_round_trips() -> None:
     assert len(other) == 0 and other.count(Pos) == 0 and other.resources == {}
 
 
-def test_write_file_replaces_a_stale_temp_file_and_leaves_none(tmp_path: Path) -> None:
+def test_write_file_sweeps_its_stale_temp_files_and_leaves_none(tmp_path: Path) -> None:
     world, _ = build()
     path = tmp_path / "quick.sav"
-    (tmp_path / "quick.sav.tmp").write_bytes(b"half a save from a crashed process")
+    (tmp_path / ".quick.sav.crashed1.tmp").write_bytes(b"half a save from a crashed process")
     write_file(path, world.snapshot())
     assert [p.name for p in tmp_path.iterdir()] == ["quick.sav"]
     world.spawn(Pos())
