@@ -255,9 +255,23 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
             if s.group_size != size or size > s.n or not np.array_equal(s.entities[:size],
                                                                          first):
                 raise SaveFileError(f"group {list(names)}: rows are not aligned")
+        # Complete: every entity with all of the group's components is in the prefix
+        # (queries over the group read only the prefix, so one outside would be skipped).
+        counts = np.zeros(hw, np.uint8)
+        for n in names:
+            counts[key_slots(by_name[n].entities)] += 1  # slots are distinct per store
+        members = int(np.count_nonzero(counts == len(names)))
+        if members != size:
+            raise SaveFileError(f"group {list(names)}: {members - size} entities have every "
+                                f"component of the group but are outside its first {size} "
+                                f"rows")
     grouped = [n for names in snap.groups for n in names]
     if len(set(grouped)) != len(grouped):
         raise SaveFileError("a component belongs to two groups")
+    for s in snap.stores:
+        if s.group_size and s.name not in grouped:
+            raise SaveFileError(f"component {s.name!r}: group size {s.group_size} but no "
+                                f"group owns it")
     del types
 
 

@@ -734,6 +734,30 @@ def test_group_size_mismatch_is_rejected() -> None:
     assert_rejected(forge(header(), meta, bins), "rows are not aligned")
 
 
+def test_a_group_prefix_that_is_too_short_is_rejected() -> None:
+    """Same group_size on every grouped store, so the prefixes still align, but an entity
+    with both components sits outside them: query(Pos, Vel) would silently skip it."""
+    data, meta, bins = _world_and_parts()
+    for size in (3, 0):
+        for comp in meta["components"]:
+            comp["group_size"] = size
+        assert_rejected(forge(header(), meta, bins),
+                        rf"group \['Pos', 'Vel'\]: {4 - size} entities have every component "
+                        rf"of the group but are outside its first {size} rows")
+
+
+def test_a_group_size_on_a_store_no_group_owns_is_rejected() -> None:
+    data, meta, bins = _world_and_parts()
+    meta["groups"] = []
+    assert_rejected(forge(header(), meta, bins), "'Pos': group size 4 but no group owns it")
+    for comp in meta["components"]:
+        comp["group_size"] = 0
+    other = fresh_world()
+    load_bytes(other, forge(header(), meta, bins))  # ungrouped: fine
+    with other.query(Pos, Vel) as q:
+        assert len(q) == 4
+
+
 def test_nothing_on_load_executes_code() -> None:
     class Boom:
         def __reduce__(self) -> tuple[Any, ...]:

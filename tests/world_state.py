@@ -58,3 +58,8 @@ def check_invariants(world: World) -> None:
         for store in group.stores:
             assert store.group_size == group.size
             assert np.array_equal(store.entities[: group.size], first)
+        # complete: every entity with all the group's components is inside the prefix
+        common = set(group.stores[0].entities[: group.stores[0].n].tolist())
+        for store in group.stores[1:]:
+            common &= set(store.entities[: store.n].tolist())
+        assert len(common) == group.size, [s.schema.name for s in group.stores]
