@@ -115,23 +115,14 @@ class ComponentSchema:
         except Exception as exc:  # ragged lists and the like
             raise ValueError(f"{where}: cannot convert {value!r} to {spec.dtype}") from exc
         if arr.dtype.kind not in "biuf":
+            if arr.dtype.kind == "O" and arr.size and all(type(v) is int for v in arr.flat):
+                raise ValueError(f"{where}: value {_short(value)} out of range for "
+                                 f"{_what(spec)} {_limits(spec.dtype)}")
             raise ValueError(f"{where}: expected {spec.dtype} values, got {arr.dtype} ({value!r})")
-        if arr.dtype.kind == "f" and spec.dtype.kind in "biu":
-            if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-                raise ValueError(f"{where}: {spec.dtype} field needs whole numbers, got {value!r}")
-        if spec.dtype.kind in "iu" and arr.size:
-            info = np.iinfo(spec.dtype)
-            lo, hi = arr.min(), arr.max()
-            if lo < info.min or hi > info.max:
-                what = "entity key" if spec.is_entity else str(spec.dtype)
-                raise ValueError(f"{where}: value {lo if lo < info.min else hi} out of range for "
-                                 f"{what} [{info.min}, {info.max}]")
-        if spec.dtype.kind == "f" and arr.dtype.kind == "f" and arr.size and (
-            arr.dtype.itemsize > spec.dtype.itemsize
-        ):
-            biggest = np.max(np.abs(arr))
-            if np.isfinite(biggest) and biggest > np.finfo(spec.dtype).max:
-                raise ValueError(f"{where}: value {biggest} overflows {spec.dtype}")
+        if arr.size and spec.dtype.kind in "iu":
+            _check_int_range(arr, spec, where)
+        elif arr.size and spec.dtype.kind == "f" and _may_overflow(arr.dtype, spec.dtype):
+            _check_float_range(arr, spec, where)
         if spec.dtype.kind == "b" and arr.dtype.kind != "b":
             if not np.all((arr == 0) | (arr == 1)):
                 raise ValueError(f"{where}: bool field needs True/False, got {value!r}")
@@ -155,6 +146,62 @@ class ComponentSchema:
                              f"{spec.shape}")
         with np.errstate(all="ignore"):
             return arr.astype(spec.dtype, copy=False), count
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _what(spec: FieldSpec) -> str:
+    return "entity key" if spec.is_entity else str(spec.dtype)
+
+
+def _limits(dtype: np.dtype) -> str:
+    info = np.iinfo(dtype)
+    return f"[{info.min}, {info.max}]"
+
+
+def _check_int_range(arr: np.ndarray, spec: FieldSpec, where: str) -> None:
+    """``ValueError`` unless every value of ``arr`` is a whole number the field holds.
+
+    Floats are compared with the exact bounds ``min`` and ``max + 1`` (powers of two, so
+    exact as floats): comparing with ``max`` itself would round it up (``2**63 - 1``
+    becomes ``2.0**63``) and let ``2.0**63`` wrap to ``-2**63``, ``2.0**64`` to 0 (NULL).
+    """
+    info = np.iinfo(spec.dtype)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ValueError(f"{where}: {spec.dtype} field needs whole numbers, got "
+                             f"{_short(arr.tolist())}")
+        lo, hi = arr.min(), arr.max()
+        if lo < float(info.min) or hi >= float(info.max + 1):
+            raise ValueError(f"{where}: value {lo if lo < float(info.min) else hi} out of "
+                             f"range for {_what(spec)} {_limits(spec.dtype)}")
+        return
+    lo, hi = arr.min(), arr.max()
+    if lo < info.min or hi > info.max:
+        raise ValueError(f"{where}: value {lo if lo < info.min else hi} out of range for "
+                         f"{_what(spec)} {_limits(spec.dtype)}")
+
+
+def _may_overflow(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether values of ``src`` can exceed the finite range of float ``dst``."""
+    if src.kind == "f":
+        return src.itemsize > dst.itemsize
+    return src.kind in "iu" and float(np.iinfo(src).max) > float(np.finfo(dst).max)
+
+
+def _check_float_range(arr: np.ndarray, spec: FieldSpec, where: str) -> None:
+    """``ValueError`` for finite values beyond the field's float range (they would become
+    infinities); infinities and NaN themselves are kept."""
+    top = float(np.finfo(spec.dtype).max)
+    wide = arr.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        over = (np.abs(wide) > top) & np.isfinite(wide)
+    if over.any():
+        worst = arr.reshape(-1)[int(np.argmax(over.reshape(-1)))]
+        raise ValueError(f"{where}: value {worst} overflows {spec.dtype}")
 
 
 class ComponentBase:

@@ -334,3 +334,51 @@ def test_field_as_the_default_takes_its_dtype_from_the_annotation() -> None:
         @component
         class Broken:
             x: field(label="x")  # type: ignore[valid-type]
+
+
+@component
+class Wide:
+    i64: np.int64 = 0
+    u64: np.uint64 = 0
+    ref: Entity = NULL
+    i32: np.int32 = 0
+    half: np.float16 = 0.0
+    single: np.float32 = 0.0
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("i64", 2.0**63), ("i64", -(2.0**63) - 4096), ("i64", np.float32(2.0**63)),
+    ("i64", [1.0, 2.0**63]), ("i64", 2**63), ("i64", -(2**63) - 1), ("i64", 2**70),
+    ("u64", 2.0**64), ("u64", np.float32(2.0**64)), ("u64", -1.0), ("u64", 2**64),
+    ("ref", 2.0**64), ("ref", [2.0**64]), ("ref", -1), ("ref", 2**64),
+    ("i32", 2.0**31), ("i32", -(2.0**31) - 1), ("i32", np.int64(2**31)),
+    ("half", 70000), ("half", 1e6), ("half", np.int64(10**6)), ("single", 1e39),
+    ("single", [1.0, -1e300]),
+])
+def test_values_beyond_a_fields_range_raise_instead_of_wrapping(name: str, value: object,
+                                                                ) -> None:
+    """Floats at the integer limits used to wrap (2.0**63 became -2**63, 2.0**64 became 0,
+    i.e. NULL); ints used to overflow float16 to inf."""
+    with pytest.raises(ValueError, match=rf"Wide\.{name}: value .* (out of range|overflows)"):
+        Wide(**{name: value})
+    world = World()
+    e = world.spawn(Wide())
+    with pytest.raises(ValueError, match=rf"Wide\.{name}"):
+        world.get(e, Wide)[name] = value
+    assert world.get(e, Wide)[name] == 0
+
+
+@pytest.mark.parametrize(("name", "value", "stored"), [
+    ("i64", -(2.0**63), -(2**63)), ("i64", 2**63 - 1, 2**63 - 1),
+    ("i64", 2.0**63 - 1024, 2**63 - 1024), ("u64", 2.0**64 - 2048, 2**64 - 2048),
+    ("u64", 2**64 - 1, 2**64 - 1), ("ref", 2**64 - 1, 2**64 - 1),
+    ("i32", -(2.0**31), -(2**31)), ("i32", 2**31 - 1, 2**31 - 1),
+    ("half", 65504, 65504.0), ("single", float("inf"), float("inf")),
+])
+def test_values_at_the_exact_limits_are_kept(name: str, value: object, stored: object) -> None:
+    assert Wide(**{name: value}).__getattr__(name) == stored
+
+
+def test_nan_and_infinity_stay_allowed_in_float_fields() -> None:
+    assert np.isnan(Wide(single=float("nan")).single)
+    assert Wide(half=float("-inf")).half == -np.inf
