@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import NewType
 
 import numpy as np
@@ -35,6 +36,22 @@ def key_generation(key: int) -> int:
 def key_str(key: int) -> str:
     """Human-readable key, e.g. ``Entity(slot=3, gen=2)``."""
     return f"Entity(slot={key_slot(key)}, gen={key_generation(key)})"
+
+
+def as_key(value: object, op: str) -> int:
+    """``value`` as an int key, for every operation that takes one key.
+
+    ``TypeError`` for anything that is not an integer (floats, numeric strings, bools,
+    arrays): ``int()`` would truncate ``3.7`` or parse ``"3"`` into some other entity's
+    key. Any integer passes; whether it is a live key is the caller's question.
+    """
+    try:
+        if type(value) is bool:
+            raise TypeError
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{op}: {value!r} is not an entity key (an int, e.g. from "
+                        f"spawn; many keys go through the batch functions)") from None
 
 
 def key_slots(keys: np.ndarray) -> np.ndarray:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import operator
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ecs_engine.component import ComponentBase, component_values, detached, schema_of
-from ecs_engine.entity import KEY_DTYPE, Entity, as_keys, key_slot, key_slots, key_str
+from ecs_engine.entity import KEY_DTYPE, Entity, as_key, as_keys, key_slot, key_slots, key_str
 from ecs_engine.group import Group
 from ecs_engine.query import Query
 from ecs_engine.record import Record
@@ -104,10 +103,7 @@ class World:
 
     # -- validation ---------------------------------------------------------------------
     def _check_alive(self, key: int, op: str) -> int:
-        try:
-            key = operator.index(key)  # rejects floats, which int() would truncate
-        except TypeError:
-            raise TypeError(f"{op}: {key!r} is not an entity key") from None
+        key = as_key(key, op)
         if not self._slots.is_alive(key):
             raise KeyError(f"{op}: {self._slots.why_dead(key)}")
         if key in self._pending_despawn:
@@ -310,19 +306,19 @@ class World:
 
     # -- reads --------------------------------------------------------------------------
     def is_alive(self, entity: int) -> bool:
-        """True while the key's entity exists (False for NULL, stale or foreign keys)."""
-        try:
-            return self._slots.is_alive(int(entity))
-        except (TypeError, ValueError):
-            return False
+        """True while the key's entity exists (False for NULL, stale or foreign keys;
+        ``TypeError`` for what is not a key, e.g. a float or a string, as in ``get``)."""
+        return self._slots.is_alive(as_key(entity, "is_alive"))
 
     def has(self, entity: int, ctype: type) -> bool:
-        """True if the entity is alive and has a component of this type."""
+        """True if the entity is alive and has a component of this type (``TypeError``
+        for what is not a key)."""
+        key = as_key(entity, "has")
         store = self._stores.get(ctype)
         if store is None:
             schema_of(ctype)
             return False
-        return self.is_alive(entity) and bool(store.contains(key_slot(entity)))
+        return self._slots.is_alive(key) and bool(store.contains(key_slot(key)))
 
     def get(self, entity: int, ctype: type) -> Record:
         """The entity's component as a :class:`Record`: ``rec["x"]`` reads the store,

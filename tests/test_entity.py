@@ -233,20 +233,34 @@ def test_never_alive_key_raises(op: str) -> None:
             STALE_OPS[op](world, key)
 
 
-def test_is_alive_is_false_for_garbage() -> None:
+def test_is_alive_is_false_for_ints_that_are_not_live_keys() -> None:
     world = World()
     e = world.spawn()
     assert world.is_alive(e) and world.is_alive(np.uint64(e)) and world.is_alive(Entity(e))
-    for bad in (NULL, -1, 1 << 64, 1 << 70, "x", None, 3.5j):
+    assert world.is_alive(np.int64(e)) and world.is_alive(np.array(e))
+    for bad in (NULL, -1, 1 << 64, 1 << 70, e + (1 << 32), np.uint64(e + 1)):
         assert world.is_alive(bad) is False
+        assert world.has(bad, Health) is False
 
 
-def test_non_key_argument_is_a_type_error() -> None:
+KEY_OPS = {
+    **STALE_OPS,
+    "is_alive": lambda w, k: w.is_alive(k),
+    "has": lambda w, k: w.has(k, Health),
+}
+
+
+@pytest.mark.parametrize("op", sorted(KEY_OPS))
+def test_every_one_key_operation_rejects_non_keys_alike(op: str) -> None:
+    """One validation everywhere: a float or a numeric string of a live key is not that
+    key (``int()`` would truncate or parse it), for predicates as for ``get``."""
     world = World()
-    with pytest.raises(TypeError, match="not an entity key"):
-        world.get("abc", Health)
-    with pytest.raises(TypeError, match="not an entity key"):
-        world.despawn(None)
+    e = world.spawn(Health())
+    for bad in (float(e), np.float64(e), float(e) + 0.5, str(e), " 4294967296", True, None,
+                3.5j, np.array([e]), b"1"):
+        with pytest.raises(TypeError, match=f"{op}: .* is not an entity key"):
+            KEY_OPS[op](world, bad)
+    assert world.is_alive(e) and world.get(e, Health)["hp"] == 100
 
 
 def test_despawn_batch_names_first_bad_key_and_why() -> None:
