@@ -9,7 +9,9 @@ for snapshots and saves.
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -70,13 +72,22 @@ class Baseline(Protocol):
     def spawn_motion(self, columns: list[list[float]]) -> None: ...
     def despawn(self, ids: list[Any]) -> None: ...
     def ids(self) -> list[Any]: ...
+    def motion(self, state: Any) -> tuple[int, list[float], list[float]]: ...
+
+
+def _plan_columns(n: int, seed: int = 1) -> tuple[np.ndarray, ...]:
+    """x, y, vx, vy of :func:`_plan` with ``default_rng(seed)``, as float64 arrays."""
+    xy = np.random.default_rng(seed).random((4, n))
+    return xy[0] * 1000, xy[1] * 1000, xy[2] - 0.5, xy[3] - 0.5
 
 
 class EsperStore:
     """esper 3.x: module-level world state, switched with ``esper.switch_world``.
 
     The entity/component state is the four module globals below; a snapshot deep-copies
-    (or pickles) them and a restore installs a copy back.
+    (or pickles) them and a restore installs a copy back. The id counter is an
+    ``itertools.count``, which CPython 3.14 can no longer deepcopy or pickle, so the state
+    carries its next value as an int and a restore makes a new counter from it.
     """
 
     name = "esper"
@@ -126,12 +137,20 @@ class EsperStore:
             pos.y += vel.y * dt
 
     def state(self) -> tuple[Any, ...]:
-        return tuple(getattr(self.esper, name) for name in self.STATE)
+        counter = self.esper._entity_count
+        return (next_count(counter), *(getattr(self.esper, name) for name in self.STATE[1:]))
 
     def install(self, state: tuple[Any, ...]) -> None:
-        for name, value in zip(self.STATE, state, strict=True):
+        self.esper._entity_count = itertools.count(state[0])
+        for name, value in zip(self.STATE[1:], state[1:], strict=True):
             setattr(self.esper, name, value)
         self.esper.clear_cache()
+
+    @staticmethod
+    def motion(state: tuple[Any, ...]) -> tuple[int, list[float], list[float]]:
+        """Count and positions of a state (the live one or a copy)."""
+        ps = [c[Position] for c in state[2].values() if Position in c]
+        return len(ps), [p.x for p in ps], [p.y for p in ps]
 
 
 class TcodStore:
@@ -185,6 +204,11 @@ class TcodStore:
 
     def install(self, state: Any) -> None:
         self.registry = state
+
+    @staticmethod
+    def motion(state: Any) -> tuple[int, list[float], list[float]]:
+        ps = [e.components[Position] for e in state.Q.all_of(components=[Position])]
+        return len(ps), [p.x for p in ps], [p.y for p in ps]
 
 
 class DictStore:
@@ -246,6 +270,12 @@ class DictStore:
         self.entities, self.next_id = state
 
     @staticmethod
+    def motion(state: tuple[dict[int, dict[str, dict[str, Any]]], int]
+               ) -> tuple[int, list[float], list[float]]:
+        ps = [c["Position"] for c in state[0].values() if "Position" in c]
+        return len(ps), [p["x"] for p in ps], [p["y"] for p in ps]
+
+    @staticmethod
     def comprehension_copy(state: tuple[dict[int, dict[str, dict[str, Any]]], int]
                            ) -> tuple[dict[int, dict[str, dict[str, Any]]], int]:
         """Two-level copy by comprehension (what a hand-written snapshot would do)."""
@@ -255,6 +285,14 @@ class DictStore:
 
 
 BASELINES: dict[str, type] = {"esper": EsperStore, "tcod-ecs": TcodStore, "dicts": DictStore}
+
+
+def next_count(counter: itertools.count[int]) -> int:
+    """The value ``next(counter)`` would return, without advancing it."""
+    match = re.fullmatch(r"count\((-?\d+)\)", repr(counter))
+    if match is None:  # a step other than 1 or a float start: not esper's counter
+        raise ValueError(f"cannot read the next value of {counter!r}")
+    return int(match.group(1))
 
 
 def deepcopy(obj: Any) -> Any:

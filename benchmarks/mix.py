@@ -14,7 +14,8 @@ from ecs_engine import NULL, Entity, World, component
 from ecs_engine.components import Health, Position, Velocity
 from ecs_engine.memcopy import as_bytes
 
-__all__ = ["MIX_TYPES", "Target", "build_world", "churn", "mutate_values", "spawn_mix"]
+__all__ = ["MIX_TYPES", "Target", "build_world", "churn", "mutate_values", "spawn_mix",
+           "touch_everything", "twin_world"]
 
 
 @component(name="Target")
@@ -95,3 +96,34 @@ def churn(world: World, rng: np.random.Generator, fraction: float) -> None:
     doomed = rng.choice(keys, count, replace=False)
     world.despawn_batch(doomed)
     spawn_mix(world, count, rng, targets=keys[:: max(1, len(keys) // 1000)])
+
+
+def twin_world(columns: tuple[np.ndarray, ...], seed: int = 1) -> World:
+    """The engine's copy of a baseline's entities: the same positions and velocities (as
+    float32) in the same order, health on the first half, a ``Target`` on the first tenth.
+    """
+    x, y, vx, vy = columns
+    n = len(x)
+    world = World(seed=seed)
+    world.register(*MIX_TYPES)
+    bounds = (0, n // 10, n // 2, n)
+    for part, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        if hi <= lo:
+            continue
+        comps: list[object] = [Position(x=x[lo:hi], y=y[lo:hi]),
+                               Velocity(x=vx[lo:hi], y=vy[lo:hi])]
+        if part < 2:
+            comps.append(Health(hp=3, max_hp=3))
+        if part == 0:
+            comps.append(Target(entity=np.zeros(hi - lo, np.uint64)))
+        world.spawn_batch(*comps)
+    return world
+
+
+def touch_everything(world: World) -> None:
+    """Make every store and the slot table count as changed without changing a value, so
+    the next snapshot or restore copies every array (as after churn) while the state stays
+    comparable with a baseline's. Uses engine internals: benchmark-only."""
+    for store in world._stores.values():
+        store.touch_layout()
+    world._slots.version = next(world._versions)

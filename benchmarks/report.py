@@ -154,12 +154,16 @@ def _section(title: str, intro: str, table: str, notes: list[str]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _baseline_cols(v: _View, scenario: str, op: str, n: int, engine: float | None,
-                   contenders: Sequence[str], variant: str = "") -> list[str]:
+def _baseline_cols(v: _View, scenario: str, op: str, n: int, contenders: Sequence[str],
+                   variant: str = "") -> list[str]:
+    """Each contender's time and ``×``: its time / the engine's time measured interleaved
+    with it on the same entities (record variant ``vs <kind>``)."""
     cells = []
     for c in contenders:
-        cells += [v.cell(scenario, op, c, n, variant), _x(_div(v.t(scenario, op, c, n, variant),
-                                                              engine))]
+        kind = c.split(" ")[0]
+        engine = v.t(scenario, op, "engine", n, f"vs {kind}")
+        cells += [v.cell(scenario, op, c, n, variant),
+                  _x(_div(v.t(scenario, op, c, n, variant), engine))]
     return cells
 
 
@@ -167,8 +171,8 @@ def _tick(v: _View) -> str | None:
     sizes = v.sizes("tick")
     if not sizes:
         return None
-    heads = ["N", "engine ms", "numpy ms", "engine/numpy", "after 10% churn: engine ms",
-             "engine/numpy"]
+    heads = ["N", "engine ms", "numpy ms", "engine/numpy", "f32 SoA ms", "engine/SoA",
+             "after 10% churn: engine ms", "engine/numpy"]
     for b in BASELINE_NAMES:
         heads += [f"{b} ms", "×"]
     rows = []
@@ -178,13 +182,19 @@ def _tick(v: _View) -> str | None:
         rows.append([_n(n), v.cell("tick", "tick", "engine", n, "fresh"),
                      v.cell("tick", "tick", "numpy", n, "fresh"),
                      _x(_div(e, v.t("tick", "tick", "numpy", n, "fresh"))),
+                     v.cell("tick", "tick", "numpy f32 SoA", n, "fresh"),
+                     _x(_div(e, v.t("tick", "tick", "numpy f32 SoA", n, "fresh"))),
                      v.cell("tick", "tick", "engine", n, "churned"),
                      _x(_div(ec, v.t("tick", "tick", "numpy", n, "churned")))]
-                    + _baseline_cols(v, "tick", "tick", n, e, BASELINE_NAMES))
+                    + _baseline_cols(v, "tick", "tick", n, BASELINE_NAMES))
     intro = ("One `position += velocity * dt` tick over all entities, in ms. `engine/numpy`: "
              "the owning-group query against the same numpy expression on plain pre-aligned "
-             "arrays (1.0x = no overhead). `×`: contender time / engine time (how many times "
-             "faster the engine is than that contender's idiomatic per-entity loop).")
+             "structured arrays (1.0x = no overhead). `engine/SoA` (a reference, INFO): "
+             "against four float32 struct-of-arrays columns: what the row layout of "
+             "structured arrays costs on this loop. `×`: contender time / engine time, the "
+             "engine ticking the same entities interleaved with the contender's idiomatic "
+             "per-entity loop in one process. Every contender's final positions are "
+             "fingerprinted and must agree.")
     return _section("Movement tick", intro, _table(heads, rows), v.notes("tick"))
 
 
@@ -198,38 +208,42 @@ def _spawn(v: _View) -> str | None:
     rows = []
     for n in sizes:
         e = v.t("spawn", "spawn_batch", "engine", n)
-        rows.append([_n(n), v.cell("spawn", "spawn_batch", "engine", n),
-                     v.cell("spawn", "spawn_batch", "numpy", n),
-                     _x(_div(e, v.t("spawn", "spawn_batch", "numpy", n)))]
-                    + _baseline_cols(v, "spawn", "spawn_batch", n, e, BASELINE_NAMES))
+        cells = [_n(n), v.cell("spawn", "spawn_batch", "engine", n),
+                 v.cell("spawn", "spawn_batch", "numpy", n),
+                 _x(_div(e, v.t("spawn", "spawn_batch", "numpy", n)))]
+        for b in BASELINE_NAMES:
+            cells += [v.cell("spawn", "spawn_batch", b, n),
+                      _x(_div(v.t("spawn", "spawn_batch", b, n), e))]
+        rows.append(cells)
     intro = ("Creating N entities with Position and Velocity, in ms. `engine/numpy`: "
              "`spawn_batch` against allocating and filling the same two structured arrays. "
-             "`×`: contender time / engine time (entities created one by one).")
+             "`×`: contender time / engine time (entities created one by one; separate "
+             "processes, so only a rough guide).")
     return _section("Bulk spawn", intro, _table(heads, rows), v.notes("spawn"))
 
 
-def _copy_section(v: _View, op: str, title: str, intro: str,
-                  contenders: Sequence[str]) -> str | None:
-    sizes = [n for n in v.sizes("snapshot") if v.ix.get("snapshot", op, "engine", n, "churn")]
+def _copy_section(v: _View, scenario: str, op: str, title: str, intro: str,
+                  contenders: Sequence[str], variants: Sequence[str]) -> str | None:
+    sizes = [n for n in v.sizes(scenario) if v.ix.get(scenario, op, "engine", n, "churn")]
     if not sizes:
         return None
-    heads = ["N", "values: MB", "engine ms", "% of memcpy", "churn: MB", "engine ms",
-             "% of memcpy"]
+    heads = ["N"]
+    for variant in variants:
+        heads += [f"{variant}: MB", "engine ms", "% of memcpy"]
     for c in contenders:
         heads += [f"{c} ms", "×"]
     rows = []
     for n in sizes:
         cells = [_n(n)]
-        for variant in ("values", "churn"):
-            row = v.ix.get("snapshot", op, "engine", n, variant)
-            e = v.t("snapshot", op, "engine", n, variant)
+        for variant in variants:
+            row = v.ix.get(scenario, op, "engine", n, variant)
+            e = v.t(scenario, op, "engine", n, variant)
             cells += [_mb(row.get("bytes") if row else None),
-                      v.cell("snapshot", op, "engine", n, variant),
-                      _pct(_div(v.t("snapshot", op, "memcpy", n, variant), e))]
-        e = v.t("snapshot", op, "engine", n, "churn")
-        cells += _baseline_cols(v, "snapshot", op, n, e, contenders)
+                      v.cell(scenario, op, "engine", n, variant),
+                      _pct(_div(v.t(scenario, op, "memcpy", n, variant), e))]
+        cells += _baseline_cols(v, scenario, op, n, contenders)
         rows.append(cells)
-    return _section(title, intro, _table(heads, rows), v.notes("snapshot"))
+    return _section(title, intro, _table(heads, rows), v.notes(scenario))
 
 
 def _bytes(v: _View) -> str | None:
@@ -239,64 +253,99 @@ def _bytes(v: _View) -> str | None:
         return None
     heads = ["N", "MB", "to_bytes ms", "from_bytes ms", "(to+from) / memcpy",
              "world→bytes→world ms"]
-    pickles = [f"{b} pickle" for b in BASELINE_NAMES]
-    for c in pickles:
-        heads += [f"{c} ms", "×"]
+    for b in BASELINE_NAMES:
+        heads += [f"{b} pickle ms", "×"]
     rows = []
     for n in sizes:
         row = v.ix.get("snapshot", "to_bytes", "engine", n, "churn")
         to_b = v.t("snapshot", "to_bytes", "engine", n, "churn")
         from_b = v.t("snapshot", "from_bytes", "engine", n, "churn")
         mem = v.t("snapshot", "bytes_memcpy", "memcpy", n, "churn")
-        both = to_b + from_b if to_b is not None and from_b is not None else None
         trip = _sum(v.t("snapshot", "save_bytes", "engine", n, "churn"),
                     v.t("snapshot", "load_bytes", "engine", n, "churn"))
         cells = [_n(n), _mb(row.get("bytes") if row else None), _ms(to_b), _ms(from_b),
-                 _x(_div(both, mem)), _ms(trip)]
-        for c in pickles:
-            other = _sum(v.t("snapshot", "save_bytes", c, n), v.t("snapshot", "load_bytes", c, n))
-            cells += [_ms(other) if other is not None else v.cell("snapshot", "save_bytes", c, n),
-                      _x(_div(other, trip))]
+                 _x(_div(_sum(to_b, from_b), mem)), _ms(trip)]
+        for b in BASELINE_NAMES:
+            other = _sum(v.t("snapshot", "save_bytes", f"{b} pickle", n),
+                         v.t("restore", "load_bytes", f"{b} pickle", n))
+            paired = _sum(v.t("snapshot", "save_bytes", "engine", n, f"vs {b}"),
+                          v.t("restore", "load_bytes", "engine", n, f"vs {b}"))
+            cells += [_ms(other) if other is not None
+                      else v.cell("snapshot", "save_bytes", f"{b} pickle", n),
+                      _x(_div(other, paired))]
         rows.append(cells)
     intro = ("Save to bytes and load back, in ms (every array changed, as in the churn "
              "variant). `(to+from) / memcpy`: `snap.to_bytes()` plus `Snapshot.from_bytes()` "
              "against allocating and copying the snapshot's bytes once. "
              "`world→bytes→world`: `world.snapshot().to_bytes()` then "
              "`world.restore(Snapshot.from_bytes(b))`; `×`: the contender's "
-             "`pickle.dumps` + `pickle.loads` (installed as its world) / that engine time.")
+             "`pickle.dumps` + `pickle.loads` (installed as its world) / the engine doing the "
+             "same with the same entities, interleaved with it.")
     return _section("Save and load through bytes", intro, _table(heads, rows), [])
 
 
+def _gbs(nbytes: int | None, seconds: float | None) -> str:
+    return "-" if nbytes is None or not seconds else f"{nbytes / seconds / 1e9:.3g}"
+
+
 def _files(v: _View) -> str | None:
-    sizes = [n for n in v.sizes("snapshot")
-             if v.t("snapshot", "save_file", "engine", n, "churn") is not None]
+    sizes = [n for n in v.sizes("savefile")
+             if v.t("savefile", "save_file", "engine", n, "churn") is not None]
     if not sizes:
         return None
-    heads = ["N", "file MB", "save ms", "load ms", "raw write+read ms", "engine/raw"]
-    pickles = [f"{b} pickle" for b in BASELINE_NAMES]
-    for c in pickles:
-        heads += [f"{c} ms", "×"]
+    heads = ["N", "file MB", "save GB/s", "tofile GB/s", "save/tofile", "pickle GB/s",
+             "World().load GB/s", "live load GB/s", "fromfile GB/s", "fresh/fromfile",
+             "live/fromfile", "unpickle GB/s"]
     rows = []
     for n in sizes:
-        row = v.ix.get("snapshot", "save_file", "engine", n, "churn")
-        trip = _sum(v.t("snapshot", "save_file", "engine", n, "churn"),
-                    v.t("snapshot", "load_file", "engine", n, "churn"))
-        raw = _sum(v.t("snapshot", "save_file", "raw file", n, "churn"),
-                   v.t("snapshot", "load_file", "raw file", n, "churn"))
-        cells = [_n(n), _mb(row.get("bytes") if row else None),
-                 v.cell("snapshot", "save_file", "engine", n, "churn"),
-                 v.cell("snapshot", "load_file", "engine", n, "churn"), _ms(raw),
-                 _x(_div(trip, raw))]
-        for c in pickles:
-            other = _sum(v.t("snapshot", "save_file", c, n), v.t("snapshot", "load_file", c, n))
-            cells += [_ms(other) if other is not None else v.cell("snapshot", "save_file", c, n),
-                      _x(_div(other, trip))]
-        rows.append(cells)
-    intro = ("`world.save(path)` + `world.load(path)`, in ms (atomic: temp file, fsync, "
-             "rename). `engine/raw`: against writing the same bytes with the same fsync and "
-             "reading them back into preallocated arrays. `×`: the contender's atomic pickle "
-             "save + load / the engine's save + load.")
-    return _section("Save and load through a file", intro, _table(heads, rows), [])
+        def t(op: str, contender: str, variant: str = "churn", n: int = n) -> float | None:
+            return v.t("savefile", op, contender, n, variant)
+
+        def size(op: str, contender: str, variant: str = "churn", n: int = n) -> int | None:
+            row = v.ix.get("savefile", op, contender, n, variant)
+            return row.get("bytes") if row else None
+
+        fsize = size("save_file", "engine")
+        fromfile = t("load_file", "fromfile")
+        rows.append([_n(n), _mb(fsize), _gbs(fsize, t("save_file", "engine")),
+                     _gbs(fsize, t("save_file", "tofile")),
+                     _x(_div(t("save_file", "engine"), t("save_file", "tofile"))),
+                     _gbs(size("save_file", "pickle columns"),
+                          t("save_file", "pickle columns")),
+                     _gbs(fsize, t("load_file", "engine", "fresh world")),
+                     _gbs(fsize, t("load_file", "engine", "live world")),
+                     _gbs(fsize, fromfile),
+                     _x(_div(t("load_file", "engine", "fresh world"), fromfile)),
+                     _x(_div(t("load_file", "engine", "live world"), fromfile)),
+                     _gbs(size("load_file", "pickle columns"),
+                          t("load_file", "pickle columns"))])
+    intro = ("`world.save(path)` and loading it, as file bytes per second (GB/s), against "
+             "the same file's bytes written with `ndarray.tofile` + fsync + rename and read "
+             "with `np.fromfile`, and an atomic `pickle` of the same columns (a dict of "
+             "arrays), all timed interleaved in one process. `World().load`: into a fresh "
+             "world; live: into a world that moved away from the saved state. Every "
+             "result is fingerprinted (a file must read back as the state it was written "
+             "from).")
+    heads2 = ["N"]
+    for b in BASELINE_NAMES:
+        heads2 += [f"{b} pickle save+load ms", "×"]
+    rows2 = []
+    for n in v.sizes("savefile"):
+        cells = [_n(n)]
+        for b in BASELINE_NAMES:
+            other = _sum(v.t("savefile", "save_file", f"{b} pickle", n),
+                         v.t("savefile", "load_file", f"{b} pickle", n))
+            paired = _sum(v.t("savefile", "save_file", "engine", n, f"vs {b}"),
+                          v.t("savefile", "load_file", "engine", n, f"vs {b}"))
+            cells += [_ms(other) if other is not None
+                      else v.cell("savefile", "save_file", f"{b} pickle", n),
+                      _x(_div(other, paired))]
+        rows2.append(cells)
+    intro2 = ("Against the baselines: their state pickled to a file and loaded back "
+              "(atomic, fsync) / the engine's `world.save` + `world.load` of the same "
+              "entities, interleaved with it.")
+    return (_section("Save files", intro, _table(heads, rows), v.notes("savefile")) + "\n"
+            + intro2 + "\n\n" + _table(heads2, rows2) + "\n")
 
 
 def _sum(a: float | None, b: float | None) -> float | None:
@@ -314,7 +363,9 @@ def _churn(v: _View) -> str | None:
     for n in sizes:
         e = v.t("churn", "churn_tick", "engine", n)
         rows.append([_n(n), f"{n // 100:,}", v.cell("churn", "churn_tick", "engine", n)]
-                    + _baseline_cols(v, "churn", "churn_tick", n, e, BASELINE_NAMES))
+                    + [c for b in BASELINE_NAMES for c in (
+                        v.cell("churn", "churn_tick", b, n),
+                        _x(_div(v.t("churn", "churn_tick", b, n), e)))])
     intro = ("One tick of despawning 1% of the entities at random and spawning as many "
              "(same mix), in ms. `×`: contender time / engine time.")
     return _section("Spawn/despawn churn", intro, _table(heads, rows), v.notes("churn"))
@@ -420,20 +471,27 @@ def _targets(outcomes: list[Outcome]) -> str:
 SECTIONS: tuple[Callable[[_View], str | None], ...] = (
     _tick, _spawn,
     lambda v: _copy_section(
-        v, "snapshot", "Snapshot to memory",
+        v, "snapshot", "snapshot", "Snapshot to memory",
         "`world.snapshot()` in ms, with new values in every column between repetitions "
-        "(`values`: layout unchanged, so only data columns are copied) and with 1% of the "
-        "entities also respawned (`churn`: every array is copied). MB: what the snapshot "
-        "copied. `% of memcpy`: allocate-and-copy of those same bytes / engine time (100% = "
-        "memcpy speed). `×`: contender time / engine `churn` time.",
-        ("esper deepcopy", "tcod-ecs deepcopy", "dicts deepcopy", "dicts comprehension")),
+        "(`values`: layout unchanged, so only data columns are copied), with 1% of the "
+        "entities also respawned (`churn`: every array is copied), and the churn case kept "
+        "the way a game keeps snapshots (`history`: a History of 4 evicting the oldest). "
+        "MB: what the snapshot copied. `% of memcpy`: allocate-and-copy of those same "
+        "bytes from the live arrays (for `history`: in one piece, kept and dropped alike) / "
+        "engine time (100% = memcpy speed); both results fingerprinted. `×`: contender "
+        "time / the engine's snapshot of the same entities (every array copied), "
+        "interleaved with it.",
+        ("esper deepcopy", "tcod-ecs deepcopy", "dicts deepcopy", "dicts comprehension"),
+        ("values", "churn", "history")),
     lambda v: _copy_section(
-        v, "restore", "Restore from memory",
+        v, "restore", "restore", "Restore from memory",
         "`world.restore(snap)` in ms after the world moved away from `snap` (`values`: "
         "only data columns differ and are copied back; `churn`: everything is). `% of "
-        "memcpy`: `np.copyto` of the same bytes into preallocated buffers / engine time. `×`: "
-        "contender time (a deep copy installed as its world) / engine `churn` time.",
-        ("esper deepcopy", "tcod-ecs deepcopy", "dicts deepcopy", "dicts comprehension")),
+        "memcpy`: `np.copyto` of the same bytes into preallocated buffers / engine time; "
+        "both results fingerprinted. `×`: contender time (a deep copy installed as its "
+        "world) / the engine restoring the same entities, interleaved with it.",
+        ("esper deepcopy", "tcod-ecs deepcopy", "dicts deepcopy", "dicts comprehension"),
+        ("values", "churn")),
     _bytes, _files, _churn, _history, _partition, _detail, _frame,
 )
 
@@ -451,8 +509,9 @@ def markdown(payload: dict[str, Any], outcomes: list[Outcome], charts: dict[str,
         "",
         "Medians of repeated runs after a warm-up, gc off while timing, every store changed "
         "between repetitions. The machine is shared, so absolute times are noisy: compare the "
-        "ratios, which come from the same run (engine and its numpy/memcpy reference are "
-        "timed interleaved). Baselines run in fresh processes. "
+        "ratios: every ratio against a reference or a baseline comes from one process with "
+        "the contenders timed in alternating rounds, and every contender's final state is "
+        "fingerprinted (a fast wrong answer is reported as wrong, not as a win). "
         "Produced by `python -m benchmarks`; raw samples in the JSON next to this file.",
         "",
         "",
@@ -522,12 +581,12 @@ def write_charts(records: list[Record], out_dir: Path, prefix: str) -> dict[str,
         ("dicts comprehension", "snapshot", "snapshot", "dicts comprehension", ""),
     ], "entities")
     chart("restore", "Restore from memory (every array changed)", [
-        ("engine world.restore()", "snapshot", "restore", "engine", "churn"),
-        ("np.copyto of the same bytes", "snapshot", "restore", "memcpy", "churn"),
-        ("esper deepcopy", "snapshot", "restore", "esper deepcopy", ""),
-        ("tcod-ecs deepcopy", "snapshot", "restore", "tcod-ecs deepcopy", ""),
-        ("dicts deepcopy", "snapshot", "restore", "dicts deepcopy", ""),
-        ("dicts comprehension", "snapshot", "restore", "dicts comprehension", ""),
+        ("engine world.restore()", "restore", "restore", "engine", "churn"),
+        ("np.copyto of the same bytes", "restore", "restore", "memcpy", "churn"),
+        ("esper deepcopy", "restore", "restore", "esper deepcopy", ""),
+        ("tcod-ecs deepcopy", "restore", "restore", "tcod-ecs deepcopy", ""),
+        ("dicts deepcopy", "restore", "restore", "dicts deepcopy", ""),
+        ("dicts comprehension", "restore", "restore", "dicts comprehension", ""),
     ], "entities")
     chart("tick", "Movement tick", [
         ("engine (owning-group query)", "tick", "tick", "engine", "fresh"),

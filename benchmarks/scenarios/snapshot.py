@@ -1,64 +1,68 @@
-"""Snapshot to memory, restore, and round trips through bytes and through a file.
+"""Snapshot to memory and round trips through bytes.
 
-Engine ops are timed interleaved with the memcpy ceiling for exactly the bytes they copy:
-a snapshot against allocate-and-copy (``src.copy()`` of byte views), a restore against
-``np.copyto`` into preallocated buffers. Two variants: ``values`` (new values in every
-column between repetitions: the layout may be shared, the data may not) and ``churn``
-(also 1% of entities despawned and respawned: every array must be copied).
+Engine ops are timed interleaved with the memcpy ceiling for exactly the bytes they copy,
+read from the same live arrays: a snapshot against allocate-and-copy (``src.copy()`` of
+byte views). Variants: ``values`` (new values in every column between repetitions: the
+layout may be shared, the data may not), ``churn`` (also 1% of entities despawned and
+respawned: every array must be copied) and ``history`` (every array copied, the way a game
+keeps them: a :class:`History` of 4 snapshots evicting the oldest, against one-piece
+copies kept and dropped the same way). Every result is fingerprinted: the snapshot must
+hold exactly the bytes of the world it was taken from.
+
+Baselines deep-copy and pickle their state interleaved with the engine's
+``world.snapshot()`` (every array copied) on a world holding the same entities.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
+from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import baselines
-from benchmarks.mix import build_world, churn, mutate_values
-from benchmarks.runner import Op, Record, Timing, progress, record, timed_records
+from benchmarks.fingerprint import (
+    arrays_hash,
+    snapshot_content,
+    snapshot_motion,
+    sums,
+    world_arrays,
+    world_content,
+)
+from benchmarks.mix import build_world, churn, mutate_values, touch_everything, twin_world
+from benchmarks.runner import Op, Record, Timing, progress, timed_records
 from benchmarks.scenarios import Plan, sized_jobs
-from ecs_engine import Snapshot, World
+from ecs_engine import History, Snapshot, World
 from ecs_engine.memcopy import as_bytes
 
 NAME = "snapshot"
-TITLE = "Snapshot, restore, save and load"
+TITLE = "Snapshot and bytes"
 CONTENDERS = ("engine", "esper", "tcod-ecs", "dicts")
 VARIANTS = ("values", "churn")
+RING = 4  # snapshots a History keeps in the ``history`` variant
 
 
 def plan(cfg: Any) -> Plan:
     yield from sized_jobs(NAME, CONTENDERS, cfg, required=(("esper", 100_000),))  # target 5
 
 
-def _copied(new: Snapshot, old: Snapshot) -> list[np.ndarray]:
-    """Arrays of ``new`` that are not shared with ``old`` (what the snapshot copied)."""
-    held = {id(a) for a in old.arrays()}
-    return [a for a in new.arrays() if id(a) not in held and a.nbytes]
-
-
-def _alloc_copy(arrays: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
+def alloc_copy(arrays: list[np.ndarray] | Callable[[], list[np.ndarray]]
+               ) -> Callable[[], list[np.ndarray]]:
+    """Allocate and copy each array (the memcpy ceiling of a snapshot); ``arrays`` may be
+    a function giving the current ones (live views move when the world churns)."""
+    if callable(arrays):
+        source = arrays
+        return lambda: [as_bytes(a).copy() for a in source()]
     views = [as_bytes(a) for a in arrays]
     return lambda: [v.copy() for v in views]
 
 
-def _copy_into(arrays: list[np.ndarray]) -> Callable[[], None]:
-    views = [as_bytes(a) for a in arrays]
-    dsts = [np.empty_like(v) for v in views]
-    for d, v in zip(dsts, views, strict=True):  # touch every page before timing
-        np.copyto(d, v)
-
-    def run() -> None:
-        for d, v in zip(dsts, views, strict=True):
-            np.copyto(d, v)
-
-    return run
+def nbytes_of(arrays: list[np.ndarray]) -> int:
+    return sum(a.nbytes for a in arrays)
 
 
-class _Changer:
+class Changer:
     """The untimed step between repetitions: new values (and churn) everywhere."""
 
     def __init__(self, world: World, rng: np.random.Generator, variant: str) -> None:
@@ -66,173 +70,151 @@ class _Changer:
 
     def __call__(self) -> None:
         self.step += 1
-        if self.variant == "churn":
+        if self.variant != "values":
             churn(self.world, self.rng, 0.01)
         mutate_values(self.world, self.step)
 
 
-def _nbytes(arrays: list[np.ndarray]) -> int:
-    return sum(a.nbytes for a in arrays)
+def _parts(variant: str) -> str:
+    return "data" if variant == "values" else "all"
 
 
 def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
     world, rng = build_world(n)
     out: list[Record] = []
     for variant in VARIANTS:
-        change = _Changer(world, rng, variant)
-        change()
-        first = world.snapshot()
+        change = Changer(world, rng, variant)
         change()
         probe = world.snapshot()
-        copied = _copied(probe, first)
-        del first
-        progress(f"  snapshot/{variant}: engine copies {_nbytes(copied) / 1e6:.1f} MB "
-                 f"in {len(copied)} arrays")
+        parts = _parts(variant)
+        sources = world_arrays(world, parts, like=probe)
+
+        def live(parts: str = parts, probe: Snapshot = probe) -> list[np.ndarray]:
+            return world_arrays(world, parts, like=probe)
+
+        progress(f"  snapshot/{variant}: engine copies {nbytes_of(sources) / 1e6:.1f} MB "
+                 f"in {len(sources)} arrays")
         ops = {
-            "snap": Op(world.snapshot, change),
-            "alloc": Op(_alloc_copy(copied)),
+            "snap": Op(world.snapshot, change,
+                       fingerprint=lambda s, parts=parts: snapshot_content(s, parts),
+                       expect=lambda parts=parts: world_content(world, parts,
+                                                                world.snapshot())),
+            "alloc": Op(alloc_copy(live), fingerprint=arrays_hash,
+                        expect=lambda parts=parts: world_content(world, parts,
+                                                                 world.snapshot())),
         }
         names = {"snap": ("snapshot", variant, "engine"),
                  "alloc": ("snapshot", variant, "memcpy")}
-        sizes = dict.fromkeys(ops, _nbytes(copied))
-        out += timed_records(NAME, n, ops, timing, names, sizes)
-        # restore: the world moves away from `base` before every call
-        base = world.snapshot()
-        # what a restore copies back: everything after churn, only the data columns when
-        # just the values moved (layout and slot table are unchanged, so they are skipped)
-        restored = ([a for a in base.arrays() if a.nbytes] if variant == "churn"
-                    else [s.data for s in base.stores if s.data.nbytes])
-        ops = {"restore": Op(lambda base=base: world.restore(base), change),
-               "copyto": Op(_copy_into(restored))}
-        names = {"restore": ("restore", variant, "engine"),
-                 "copyto": ("restore", variant, "memcpy")}
-        sizes = dict.fromkeys(ops, _nbytes(restored))
-        out += timed_records(NAME, n, ops, timing, names, sizes)
-        del base
-    out += _engine_bytes_and_files(world, rng, n, timing)
+        out += timed_records(NAME, n, ops, timing, names, dict.fromkeys(ops, nbytes_of(sources)))
+    out += _ring(world, rng, n, timing)
+    out += _bytes(world, rng, n, timing)
     return out
 
 
-def _engine_bytes_and_files(world: World, rng: np.random.Generator, n: int,
-                            timing: Timing) -> list[Record]:
-    change = _Changer(world, rng, "churn")
+def _ring(world: World, rng: np.random.Generator, n: int, timing: Timing) -> list[Record]:
+    """Snapshots kept and dropped as a game keeps them (a History evicting the oldest)."""
+    change = Changer(world, rng, "history")
+    change()
+    probe = world.snapshot()
+    total = nbytes_of(world_arrays(world, "all", like=probe))
+    history = History(capacity=RING)
+    ring: deque[np.ndarray] = deque(maxlen=RING)
+
+    def one_piece() -> np.ndarray:
+        sources = world_arrays(world, "all", like=probe)
+        buf = np.empty(nbytes_of(sources), np.uint8)
+        at = 0
+        for a in sources:
+            b = as_bytes(a)
+            buf[at : at + b.size] = b
+            at += b.size
+        ring.append(buf)
+        return buf
+
+    def expect() -> Any:
+        return world_content(world, "all", world.snapshot())
+
+    ops = {"record": Op(lambda: history.record(world), change,
+                        fingerprint=lambda s: snapshot_content(s, "all"), expect=expect),
+           "alloc": Op(one_piece, fingerprint=lambda b: arrays_hash([b]), expect=expect)}
+    names = {"record": ("snapshot", "history", "engine"),
+             "alloc": ("snapshot", "history", "memcpy")}
+    return timed_records(NAME, n, ops, timing, names, dict.fromkeys(ops, total))
+
+
+def _bytes(world: World, rng: np.random.Generator, n: int, timing: Timing) -> list[Record]:
+    change = Changer(world, rng, "churn")
     change()
     snap = world.snapshot()
-    try:
-        blob = snap.to_bytes()
-    except (ImportError, AttributeError, NotImplementedError) as exc:
-        note = f"skipped: save files not available ({type(exc).__name__}: {exc})"
-        progress(f"  {note}")
-        return [record(NAME, op, "engine", n, status="skipped", note=note)
-                for op in ("to_bytes", "from_bytes", "save_bytes", "load_bytes",
-                           "save_file", "load_file")]
+    blob = snap.to_bytes()
+    blob_state = snapshot_content(snap, "state")
     full = [a for a in snap.arrays() if a.nbytes]
-    total = _nbytes(full)
+    full_hash = arrays_hash(full)
     holder: dict[str, Snapshot] = {}
 
     def fresh_snapshot() -> None:
         change()
         holder["snap"] = world.snapshot()
 
+    def decoded(data: Any) -> Any:
+        return snapshot_content(Snapshot.from_bytes(data), "state")
+
     ops = {
-        "to_bytes": Op(lambda: holder["snap"].to_bytes(), fresh_snapshot),
-        "from_bytes": Op(lambda: Snapshot.from_bytes(blob)),
-        "save_bytes": Op(lambda: world.snapshot().to_bytes(), change),
-        "load_bytes": Op(lambda: world.restore(Snapshot.from_bytes(blob)), change),
-        "alloc": Op(_alloc_copy(full)),
+        "to_bytes": Op(lambda: holder["snap"].to_bytes(), fresh_snapshot, fingerprint=decoded,
+                       expect=lambda: snapshot_content(holder["snap"], "state")),
+        "from_bytes": Op(lambda: Snapshot.from_bytes(blob),
+                         fingerprint=lambda s: snapshot_content(s, "state"),
+                         expect=lambda: blob_state),
+        "save_bytes": Op(lambda: world.snapshot().to_bytes(), change, fingerprint=decoded,
+                         expect=lambda: world_content(world, "state")),
+        "load_bytes": Op(lambda: world.restore(Snapshot.from_bytes(blob)), change,
+                         fingerprint=lambda _: world_content(world, "state"),
+                         expect=lambda: blob_state),
+        "alloc": Op(alloc_copy(full), fingerprint=arrays_hash, expect=lambda: full_hash),
     }
     names = {"to_bytes": ("to_bytes", "churn", "engine"),
              "from_bytes": ("from_bytes", "churn", "engine"),
              "save_bytes": ("save_bytes", "churn", "engine"),
              "load_bytes": ("load_bytes", "churn", "engine"),
              "alloc": ("bytes_memcpy", "churn", "memcpy")}
-    sizes = dict.fromkeys(ops, total)
+    sizes = dict.fromkeys(ops, nbytes_of(full))
     sizes["to_bytes"] = sizes["from_bytes"] = len(blob)
-    out = timed_records(NAME, n, ops, timing, names, sizes)
-    with tempfile.TemporaryDirectory(prefix="ecs-bench-") as tmp:
-        path = Path(tmp) / "world.sav"
-        raw = Path(tmp) / "raw.bin"
-        world.save(path)
-        _raw_write(raw, full)
-        readers = [np.empty_like(as_bytes(a)) for a in full]
-        ops = {
-            "save": Op(lambda: world.save(path), change),
-            "load": Op(lambda: world.load(path), change),
-            "raw_write": Op(lambda: _raw_write(raw, full)),
-            "raw_read": Op(lambda: _raw_read(raw, readers)),
-        }
-        names = {"save": ("save_file", "churn", "engine"),
-                 "load": ("load_file", "churn", "engine"),
-                 "raw_write": ("save_file", "churn", "raw file"),
-                 "raw_read": ("load_file", "churn", "raw file")}
-        sizes = dict.fromkeys(ops, total)
-        sizes["save"] = sizes["load"] = path.stat().st_size
-        out += timed_records(NAME, n, ops, timing, names, sizes)
-    return out
+    return timed_records(NAME, n, ops, timing, names, sizes)
 
 
-def _raw_write(path: Path, arrays: list[np.ndarray]) -> None:
-    """The file ceiling: the same bytes written as the engine saves (temp, fsync, rename)."""
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        for a in arrays:
-            f.write(memoryview(as_bytes(a)))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def paired(kind: str, n: int) -> tuple[Any, World]:
+    """A baseline holding the mix and an engine world holding the same entities."""
+    store = baselines.BASELINES[kind]()
+    store.spawn(n, np.random.default_rng(1))
+    return store, twin_world(baselines._plan_columns(n, 1))
 
 
-def _raw_read(path: Path, buffers: list[np.ndarray]) -> None:
-    with open(path, "rb") as f:
-        for b in buffers:
-            f.readinto(memoryview(b))
-
-
-def _atomic_pickle(path: Path, state: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(baselines.dumps(state))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def state_motion(store: Any, state: Any) -> Any:
+    return sums(*store.motion(state))
 
 
 def _baseline(kind: str) -> Callable[[int, dict[str, Any], Timing], list[Record]]:
     def job(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
-        store = baselines.BASELINES[kind]()
-        store.spawn(n, np.random.default_rng(1))
-        state = store.state()
-        copy_fn = baselines.deepcopy
-        blob = baselines.dumps(state)
+        store, twin = paired(kind, n)
+        touch = lambda: touch_everything(twin)  # noqa: E731  every array copied
         ops: dict[str, Op] = {
-            "snapshot": Op(lambda: copy_fn(store.state())),
-            "restore": Op(lambda: store.install(copy_fn(state))),
-            "save_bytes": Op(lambda: baselines.dumps(store.state())),
-            "load_bytes": Op(lambda: store.install(baselines.loads(blob))),
+            "snapshot": Op(lambda: baselines.deepcopy(store.state()),
+                           fingerprint=lambda s: state_motion(store, s)),
+            "engine": Op(twin.snapshot, touch, fingerprint=snapshot_motion),
+            "save_bytes": Op(lambda: baselines.dumps(store.state()),
+                             fingerprint=lambda b: state_motion(store, baselines.loads(b))),
+            "engine_bytes": Op(lambda: twin.snapshot().to_bytes(), touch,
+                               fingerprint=lambda b: snapshot_motion(Snapshot.from_bytes(b))),
         }
         names = {"snapshot": ("snapshot", "", f"{kind} deepcopy"),
-                 "restore": ("restore", "", f"{kind} deepcopy"),
+                 "engine": ("snapshot", f"vs {kind}", "engine"),
                  "save_bytes": ("save_bytes", "", f"{kind} pickle"),
-                 "load_bytes": ("load_bytes", "", f"{kind} pickle")}
+                 "engine_bytes": ("save_bytes", f"vs {kind}", "engine")}
         if kind == "dicts":
-            ops["snap_comp"] = Op(lambda: store.comprehension_copy(store.state()))
-            ops["restore_comp"] = Op(lambda: store.install(store.comprehension_copy(state)))
+            ops["snap_comp"] = Op(lambda: store.comprehension_copy(store.state()),
+                                  fingerprint=lambda s: state_motion(store, s))
             names["snap_comp"] = ("snapshot", "", "dicts comprehension")
-            names["restore_comp"] = ("restore", "", "dicts comprehension")
-        with tempfile.TemporaryDirectory(prefix="ecs-bench-") as tmp:
-            path = Path(tmp) / "world.pickle"
-            _atomic_pickle(path, state)
-
-            def load() -> None:
-                with open(path, "rb") as f:
-                    store.install(baselines.loads(f.read()))
-
-            ops["save_file"] = Op(lambda: _atomic_pickle(path, store.state()))
-            ops["load_file"] = Op(load)
-            names["save_file"] = ("save_file", "", f"{kind} pickle")
-            names["load_file"] = ("load_file", "", f"{kind} pickle")
-            sizes: dict[str, int | None] = {k: len(blob) for k in ops}
-            return timed_records(NAME, n, ops, timing, names, sizes)
+        return timed_records(NAME, n, ops, timing, names)
 
     return job
 

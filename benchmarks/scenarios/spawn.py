@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import baselines
+from benchmarks.fingerprint import sums, world_motion
 from benchmarks.runner import Op, Record, Timing, timed_records
 from benchmarks.scenarios import Plan, sized_jobs
 from ecs_engine import World, schema_of
@@ -48,7 +49,8 @@ def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
         vel["y"] = columns[3]
         return pos, vel
 
-    ops = {"engine": Op(spawn, fresh), "numpy": Op(fill)}
+    ops = {"engine": Op(spawn, fresh, fingerprint=lambda _: world_motion(state["world"])),
+           "numpy": Op(fill, fingerprint=lambda r: sums(len(r[0]), r[0]["x"], r[0]["y"]))}
     names = {"engine": ("spawn_batch", "", "engine"), "numpy": ("spawn_batch", "", "numpy")}
     return timed_records(NAME, n, ops, timing, names)
 
@@ -61,7 +63,10 @@ def _baseline(kind: str) -> Callable[[int, dict[str, Any], Timing], list[Record]
         def fresh() -> None:
             holder["store"] = baselines.BASELINES[kind]()
 
-        ops = {"spawn": Op(lambda: holder["store"].spawn_motion(columns), fresh)}
+        store_motion = lambda _: sums(*holder["store"].motion(  # noqa: E731
+            holder["store"].state()))
+        ops = {"spawn": Op(lambda: holder["store"].spawn_motion(columns), fresh,
+                           fingerprint=store_motion)}
         return timed_records(NAME, n, ops, timing, {"spawn": ("spawn_batch", "", kind)})
 
     return job
