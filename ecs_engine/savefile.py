@@ -120,7 +120,9 @@ def _meta(snap: Snapshot) -> tuple[dict[str, Any], list[tuple[_Column, list[np.n
         (_Column("slot free list", _SLOT_DTYPES[2], nfree), [slots.free]),
     ]
     components = []
-    for s in snap.stores:
+    # Stores by name: the same state gives the same bytes whatever order the components
+    # were registered in.
+    for s in sorted(snap.stores, key=lambda s: s.name):
         fields = []
         columns.append((_Column(f"component {s.name!r} entities", KEY_DTYPE, s.n),
                         [s.entities]))
