@@ -11,19 +11,17 @@ map and the headless input scripts use the same names.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
-from ecs_engine import History, SaveFileError, Snapshot, World, schema_of
+from ecs_engine import History, SaveFileError, Snapshot, World
 from ecs_engine.components import (
     Ammo,
     Bouncer,
@@ -91,53 +89,10 @@ ALL_COMPONENTS = (Ammo, Bouncer, Collider, Color, Enemy, Gravity, Grounded, Heal
 # state hash
 
 
-def _canonical(value: Any) -> Any:
-    """JSON-ready copy: numpy scalars/arrays become Python values (floats keep repr)."""
-    if isinstance(value, dict):
-        return {str(k): _canonical(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_canonical(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _canonical(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def state_hash(world: World) -> str:
-    """A hex digest of the whole game state: every live column ordered by entity key, the
-    slot table (generations, alive flags, free-list order), resources, tick and rng state.
-
-    Independent of store row order and of process (no ``id``/``hash()``), so two runs of the
-    same inputs, or a save and its load, give the same string.
-    """
-    h = hashlib.blake2b(digest_size=16)
-    stores = sorted(((schema_of(t).name, world.store(t)) for t in world.component_types),
-                    key=lambda item: item[0])
-    for name, store in stores:
-        n = store.n
-        if n == 0:  # an empty store and a missing one are the same state
-            continue
-        keys = store.entities[:n]
-        order = np.argsort(keys, kind="stable")
-        h.update(f"component {name} {n}\n".encode())
-        h.update(np.ascontiguousarray(keys[order]).astype("<u8").tobytes())
-        data = store.data[:n]
-        for field in data.dtype.names or ():
-            col = data[field][order]
-            # Per field, never the raw record: padding bytes would make equal states differ.
-            h.update(f"{field} {col.dtype.str} {col.shape[1:]}\n".encode())
-            h.update(np.ascontiguousarray(col).tobytes())
-    # The allocator is engine-private; its state decides every future key, so hash it too.
-    table = world.slot_table()
-    h.update(b"slots\n")
-    h.update(table.generations.astype("<u4").tobytes())
-    h.update(table.alive.astype(np.uint8).tobytes())
-    h.update(table.free.astype("<i8").tobytes())
-    h.update(json.dumps(_canonical(world.resources), sort_keys=True).encode())
-    h.update(json.dumps(_canonical(world.rng.bit_generator.state), sort_keys=True).encode())
-    h.update(f"tick {world.tick}".encode())
-    return h.hexdigest()
+    """The world's canonical state digest (:meth:`ecs_engine.World.state_hash`): slot table,
+    every store's rows in row order, groups, resources, tick and rng state."""
+    return world.state_hash()
 
 
 # ----------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from ecs_engine.query import Query
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
+from ecs_engine.statehash import state_hash
 from ecs_engine.storage import ComponentStore
 
 SystemFn = Callable[["World", float], Any]
@@ -60,6 +61,9 @@ class World:
         self.caches: dict[str, Any] = {}
         self.rng: np.random.Generator = np.random.default_rng(seed)
         self.tick = 0
+        # True while a rollback or sync test re-runs ticks that already happened: systems
+        # with effects outside the state (sounds, particles, network) skip them then.
+        self.resimulating = False
 
     # -- stores -------------------------------------------------------------------------
     def _store(self, ctype: type) -> ComponentStore:
@@ -434,6 +438,12 @@ class World:
         again. ``SaveFileError`` (world unchanged) if it does not fit this world."""
         restore_snapshot(self, snap, source)
         self._last_snapshot = weakref.ref(snap)
+
+    def state_hash(self) -> str:
+        """A canonical 128-bit xxh3 digest (hex) of the whole replay state: slot table,
+        every store's keys and rows in row order, groups, resources, tick and rng state.
+        Independent of component registration order; see ``ecs_engine.statehash``."""
+        return state_hash(self)
 
     def on_restore(self, callback: Callable[[World, RestoreEvent], Any]) -> None:
         """Call ``callback(world, event)`` after every restore or load, so systems can
