@@ -1,6 +1,11 @@
 """Reusable systems: physics, platformer collision, gameplay (no arcade here; the arcade
 bridge is ``systems.render_gl``, imported on its own)."""
 
+from ecs_engine.systems.colliders import (
+    LevelColliders,
+    invalidate_level_colliders,
+    level_colliders,
+)
 from ecs_engine.systems.collision import collide, move_boxes, solid_at
 from ecs_engine.systems.gameplay import (
     bounce,
@@ -19,11 +24,12 @@ from ecs_engine.systems.gameplay import (
 from ecs_engine.systems.grid import StaticGrid, box_edges, invalidate_static_grid, static_grid
 from ecs_engine.systems.physics import gravity, integrate
 from ecs_engine.systems.schedule import PLATFORMER_SYSTEMS, add_platformer_systems
+from ecs_engine.systems.tilegrid import TileGrid
 
 __all__ = [
-    "PLATFORMER_SYSTEMS", "StaticGrid", "add_platformer_systems", "bounce", "box_edges",
-    "camera_follow",
-    "collide", "gravity", "input_state", "integrate", "invalidate_static_grid", "lifetimes",
+    "PLATFORMER_SYSTEMS", "LevelColliders", "StaticGrid", "TileGrid", "add_platformer_systems",
+    "bounce", "box_edges", "camera_follow", "collide", "gravity", "input_state", "integrate",
+    "invalidate_level_colliders", "invalidate_static_grid", "level_colliders", "lifetimes",
     "move_boxes", "overlap_matrix", "patrol", "pickups", "player_control", "projectile_hits",
     "solid_at", "spawn_projectiles", "spawners", "static_grid", "touch_damage",
 ]

@@ -1,4 +1,7 @@
-"""Platformer collision: moving boxes against the static level boxes, one axis at a time."""
+"""Platformer collision: moving boxes against the static level boxes, one axis at a time.
+
+Pixel-aligned level boxes are looked up in a tile grid (``systems.tilegrid``), the others in
+the general uniform grid (``systems.grid``)."""
 
 from __future__ import annotations
 
@@ -6,53 +9,36 @@ import numpy as np
 
 from ecs_engine import World
 from ecs_engine.components import Collider, Grounded, Position, Velocity
-from ecs_engine.systems.grid import StaticGrid, static_grid
+from ecs_engine.systems.colliders import LevelColliders, level_colliders
+from ecs_engine.systems.grid import StaticGrid
 
 SKIN = 1e-3  # units: bodies stop this far from a wall so the next tick starts clear of it
 
 
-def _resolve_axis(grid: StaticGrid, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
-                  other_hi: np.ndarray, move: np.ndarray, axis: str) -> tuple[np.ndarray, ...]:
+def _resolve_axis(colliders: LevelColliders, lo: np.ndarray, hi: np.ndarray,
+                  other_lo: np.ndarray, other_hi: np.ndarray, move: np.ndarray,
+                  axis: str) -> tuple[np.ndarray, np.ndarray]:
     """Move boxes [lo, hi] by ``move`` along one axis and stop them at static boxes.
 
+    A box stops us if its near face is at or beyond our centre: boxes we were clear of,
+    and boxes we sink into by less than half our size (a body spawned or restored slightly
+    inside the floor is pushed out instead of falling through).
     Returns (applied move, hit side: -1 hit below/left, +1 above/right, 0 none).
     """
-    new_lo, new_hi = lo + move, hi + move
-    if axis == "x":
-        qi, bi = grid.pairs(new_lo, other_lo, new_hi, other_hi)
-        box_lo, box_hi = grid.left[bi], grid.right[bi]
-    else:
-        qi, bi = grid.pairs(other_lo, new_lo, other_hi, new_hi)
-        box_lo, box_hi = grid.bottom[bi], grid.top[bi]
-    applied = move.copy()
-    side = np.zeros(len(lo), np.int8)
-    if len(qi) == 0:
-        return applied, side
-    forward = move[qi] > 0
-    backward = move[qi] < 0
-    # A box stops us if its near face is beyond our centre: boxes we were clear of, and
-    # boxes we sink into by less than half our size (a body spawned or restored slightly
-    # inside the floor is pushed out instead of falling through).
-    centre = (lo + hi)[qi] * 0.5
-    ahead = forward & (box_lo >= centre)
-    behind = backward & (box_hi <= centre)
-    limit_fwd = np.full(len(lo), np.inf, np.float64)
-    np.minimum.at(limit_fwd, qi[ahead], (box_lo[ahead] - hi[qi[ahead]] - SKIN))
-    limit_back = np.full(len(lo), -np.inf, np.float64)
-    np.maximum.at(limit_back, qi[behind], (box_hi[behind] - lo[qi[behind]] + SKIN))
-    stop_fwd = np.isfinite(limit_fwd) & (move > limit_fwd)
-    stop_back = np.isfinite(limit_back) & (move < limit_back)
-    applied[stop_fwd] = limit_fwd[stop_fwd]
-    applied[stop_back] = limit_back[stop_back]
-    side[stop_fwd] = 1
-    side[stop_back] = -1
+    limit_fwd, limit_back = colliders.limits(axis, lo, hi, other_lo, other_hi, move, SKIN)
+    stop_fwd = move > limit_fwd
+    stop_back = move < limit_back
+    applied = np.where(stop_fwd, limit_fwd, np.where(stop_back, limit_back, move))
+    side = stop_fwd.astype(np.int8) - stop_back.astype(np.int8)
     return applied, side
 
 
-def move_boxes(grid: StaticGrid, pos: np.ndarray, vel: np.ndarray, col: np.ndarray,
-               dt: float) -> tuple[np.ndarray, np.ndarray]:
+def move_boxes(grid: LevelColliders | StaticGrid, pos: np.ndarray, vel: np.ndarray,
+               col: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
     """Move rows of Position by Velocity*dt, stopping at static boxes; zero the blocked
     velocity. Returns (wall side per row, floor side per row): -1, 0 or +1."""
+    if isinstance(grid, StaticGrid):  # a bare general grid: no tile part
+        grid = LevelColliders(None, grid, grid.version)
     hw = col["w"].astype(np.float64) * 0.5
     hh = col["h"].astype(np.float64) * 0.5
     x, y = pos["x"].astype(np.float64), pos["y"].astype(np.float64)
@@ -74,7 +60,7 @@ def collide(world: World, dt: float) -> None:
     Sets ``Grounded`` (standing on something, touching a wall) where the body has it.
     Solids (the level) must not have a Velocity.
     """
-    grid = static_grid(world)
+    grid = level_colliders(world)
     with world.query(Position, Velocity, Collider, Grounded, readonly=(Collider,)) as q:
         wall, floor = move_boxes(grid, q[Position], q[Velocity], q[Collider], dt)
         ground = q[Grounded]
@@ -87,7 +73,7 @@ def collide(world: World, dt: float) -> None:
 
 def solid_at(world: World, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Boolean mask: is each world point inside a static box?"""
-    grid = static_grid(world)
+    grid = level_colliders(world)
     e = 1e-4
     return grid.overlaps(x - e, y - e, x + e, y + e)
 

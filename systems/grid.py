@@ -99,6 +99,46 @@ class StaticGrid:
                & (bottom[qi] < self.top[bi]) & (top[qi] > self.bottom[bi]))
         return qi[hit], bi[hit]
 
+    def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
+               other_hi: np.ndarray, move: np.ndarray, skin: float,
+               limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
+        """Lower ``limit_fwd`` / raise ``limit_back`` (moves along ``axis``, world units) of
+        boxes [lo, hi] x [other_lo, other_hi] moving by ``move``: a static box the moved
+        box overlaps stops it if the box's near face is at or beyond the moving box's
+        centre (boxes it sinks into by less than half its size push it out instead)."""
+        if len(self.left) == 0:
+            return
+        # Only movers whose swept box reaches the grid's bounds (few, when the grid holds
+        # the odd unaligned boxes of a tile level) go through the pair search.
+        x0, x1 = self.origin_x, self.origin_x + self.width * self.cell
+        y0, y1 = self.origin_y, self.origin_y + self.height * self.cell
+        a0, a1, b0, b1 = (x0, x1, y0, y1) if axis == "x" else (y0, y1, x0, x1)
+        reach_lo = lo + np.minimum(move, 0)
+        reach_hi = hi + np.maximum(move, 0)
+        moving = np.flatnonzero((move != 0) & (reach_lo < a1) & (reach_hi > a0)
+                                & (other_lo < b1) & (other_hi > b0))
+        if len(moving) == 0:
+            return
+        m_lo, m_hi, o_lo, o_hi, mv = (a[moving] for a in (lo, hi, other_lo, other_hi, move))
+        new_lo, new_hi = m_lo + mv, m_hi + mv
+        if axis == "x":
+            qi, bi = self.pairs(new_lo, o_lo, new_hi, o_hi)
+            box_lo, box_hi = self.left[bi], self.right[bi]
+        else:
+            qi, bi = self.pairs(o_lo, new_lo, o_hi, new_hi)
+            box_lo, box_hi = self.bottom[bi], self.top[bi]
+        if len(qi) == 0:
+            return
+        centre = (m_lo + m_hi)[qi] * 0.5
+        ahead = (mv[qi] > 0) & (box_lo >= centre)
+        behind = (mv[qi] < 0) & (box_hi <= centre)
+        fwd = np.full(len(moving), np.inf)
+        np.minimum.at(fwd, qi[ahead], box_lo[ahead] - m_hi[qi[ahead]] - skin)
+        back = np.full(len(moving), -np.inf)
+        np.maximum.at(back, qi[behind], box_hi[behind] - m_lo[qi[behind]] + skin)
+        limit_fwd[moving] = np.minimum(limit_fwd[moving], fwd)
+        limit_back[moving] = np.maximum(limit_back[moving], back)
+
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
         """Boolean mask: does each query box overlap any static box?"""
@@ -125,4 +165,6 @@ def static_grid(world: World, cell: float = 4.0) -> StaticGrid:
 
 
 def invalidate_static_grid(world: World) -> None:
+    """Forget the cached static collision structures (after moving a ``Solid``)."""
     world.caches.pop(CACHE_KEY, None)
+    world.caches.pop("systems.level_colliders", None)  # systems.colliders' cache

@@ -1,0 +1,191 @@
+"""Static collision broad phases against brute force.
+
+The tile grid (pixel-aligned geometry) and the general grid (any boxes) must stop every
+moving box exactly where a plain loop over the static boxes does: the furthest move along
+an axis before a box whose near face is at or beyond the mover's centre, minus the skin.
+The tile grid's boxes are the runs of solid cells along the axis of motion.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ecs_engine.systems.colliders import LevelColliders
+from ecs_engine.systems.grid import StaticGrid
+from ecs_engine.systems.tilegrid import TileGrid, aligned_mask
+
+SKIN = 1e-3
+EXAMPLES = int(os.environ.get("DETERMINISM_EXAMPLES", "1000"))
+SETTINGS = settings(max_examples=max(30, EXAMPLES // 5), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def brute_limits(boxes: np.ndarray, axis: str, lo: np.ndarray, hi: np.ndarray,
+                 olo: np.ndarray, ohi: np.ndarray,
+                 move: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The collision rule as a loop over every (mover, box) pair. ``boxes``: rows of
+    (left, bottom, right, top)."""
+    fwd = np.full(len(lo), np.inf)
+    back = np.full(len(lo), -np.inf)
+    a0, a1, c0, c1 = (0, 2, 1, 3) if axis == "x" else (1, 3, 0, 2)
+    for i in range(len(lo)):
+        if move[i] == 0:
+            continue
+        new_lo, new_hi = lo[i] + move[i], hi[i] + move[i]
+        centre = (lo[i] + hi[i]) * 0.5
+        for box in boxes:
+            b_lo, b_hi = float(box[a0]), float(box[a1])
+            overlap = (new_lo < b_hi and new_hi > b_lo and olo[i] < box[c1]
+                       and ohi[i] > box[c0])
+            if not overlap:
+                continue
+            if move[i] > 0 and b_lo >= centre:
+                fwd[i] = min(fwd[i], b_lo - hi[i] - SKIN)
+            if move[i] < 0 and b_hi <= centre:
+                back[i] = max(back[i], b_hi - lo[i] + SKIN)
+    return fwd, back
+
+
+def runs(solid: np.ndarray, ox: int, oy: int, axis: str) -> np.ndarray:
+    """Runs of solid cells along ``axis`` as boxes (left, bottom, right, top)."""
+    out = []
+    grid = solid if axis == "x" else solid.T
+    for r, line in enumerate(grid):
+        c = 0
+        while c < len(line):
+            if line[c]:
+                s = c
+                while c < len(line) and line[c]:
+                    c += 1
+                out.append((s, r, c, r + 1) if axis == "x" else (r, s, r + 1, c))
+            else:
+                c += 1
+    arr = np.array(out, np.float64).reshape(-1, 4)
+    arr[:, [0, 2]] += ox
+    arr[:, [1, 3]] += oy
+    return arr
+
+
+def cell_boxes(solid: np.ndarray, ox: int, oy: int, rng: np.random.Generator) -> np.ndarray:
+    """Aligned boxes covering ``solid`` (random rectangles, overlapping, plus single cells)."""
+    boxes = []
+    h, w = solid.shape
+    for r, c in zip(*np.nonzero(solid), strict=True):
+        # grow right/up while solid, by a random amount: boxes overlap and vary in size
+        cw = 1
+        while c + cw < w and solid[r, c + cw] and rng.random() < 0.6:
+            cw += 1
+        boxes.append((c, r, c + cw, r + 1))
+    arr = np.array(boxes, np.float64).reshape(-1, 4)
+    arr[:, [0, 2]] += ox
+    arr[:, [1, 3]] += oy
+    return arr
+
+
+@st.composite
+def levels(draw: st.DrawFn) -> tuple[np.ndarray, int, int, np.random.Generator]:
+    w, h = draw(st.integers(1, 14)), draw(st.integers(1, 10))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    solid = rng.random((h, w)) < draw(st.floats(0.05, 0.9))
+    if not solid.any():
+        solid[rng.integers(h), rng.integers(w)] = True
+    return solid, draw(st.integers(-5, 5)), draw(st.integers(-5, 5)), rng
+
+
+def movers(rng: np.random.Generator, n: int, x0: float, x1: float, y0: float,
+           y1: float) -> tuple[np.ndarray, ...]:
+    """Boxes around the level (some on exact cell edges), moves below one unit."""
+    x = rng.uniform(x0 - 2, x1 + 2, n)
+    y = rng.uniform(y0 - 2, y1 + 2, n)
+    snap = rng.random(n) < 0.3
+    x[snap] = np.round(x[snap] * 2) / 2  # centres and edges on whole / half units
+    y[snap] = np.round(y[snap] * 2) / 2
+    hw = rng.choice([0.15, 0.5, 0.4, 1.0, 1.3], n)
+    hh = rng.choice([0.15, 0.5, 0.8, 1.0, 2.2], n)
+    move = rng.uniform(-0.99, 0.99, n)
+    move[rng.random(n) < 0.1] = 0.0
+    return x, y, hw, hh, move
+
+
+@SETTINGS
+@given(levels(), st.sampled_from(["x", "y"]))
+def test_tile_grid_matches_brute_force(level: tuple, axis: str) -> None:
+    solid, ox, oy, rng = level
+    boxes = cell_boxes(solid, ox, oy, rng)
+    grid = TileGrid.build(*boxes.T)
+    assert grid is not None
+    dx, dy = grid.origin_x - ox, grid.origin_y - oy  # the grid spans the boxes' bounds
+    painted = np.zeros_like(solid)
+    painted[dy : dy + grid.height, dx : dx + grid.width] = grid.solid
+    assert np.array_equal(painted, solid)
+    h, w = solid.shape
+    x, y, hw, hh, move = movers(rng, 60, ox, ox + w, oy, oy + h)
+    if axis == "x":
+        args = (x - hw, x + hw, y - hh, y + hh, move)
+    else:
+        args = (y - hh, y + hh, x - hw, x + hw, move)
+    fwd, back = np.full(60, np.inf), np.full(60, -np.inf)
+    grid.limits(axis, *args, SKIN, fwd, back)
+    # The grid covers the boxes' bounding box: compare with the runs of what it painted.
+    want = brute_limits(runs(grid.solid, grid.origin_x, grid.origin_y, axis), axis, *args)
+    np.testing.assert_array_equal(fwd, want[0])
+    np.testing.assert_array_equal(back, want[1])
+    # overlaps: any solid cell under the open box
+    left, bottom, right, top = x - hw, y - hh, x + hw, y + hh
+    cells = runs(grid.solid, grid.origin_x, grid.origin_y, "x")
+    expect = [any(lf < cr and rt > cl and bt < ct and tp > cb for cl, cb, cr, ct in cells)
+              for lf, bt, rt, tp in zip(left, bottom, right, top, strict=True)]
+    assert grid.overlaps(left, bottom, right, top).tolist() == expect
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["x", "y"]), st.integers(1, 40))
+def test_general_grid_matches_brute_force(seed: int, axis: str, n_boxes: int) -> None:
+    rng = np.random.default_rng(seed)
+    left = rng.uniform(-10, 10, n_boxes)
+    bottom = rng.uniform(-10, 10, n_boxes)
+    boxes = np.stack([left, bottom, left + rng.uniform(0.05, 6, n_boxes),
+                      bottom + rng.uniform(0.05, 6, n_boxes)], axis=1)
+    grid = StaticGrid.build(*boxes.T, cell=float(rng.choice([0.5, 2.0, 4.0])))
+    x, y, hw, hh, move = movers(rng, 50, -10, 16, -10, 16)
+    move *= rng.choice([1.0, 5.0])  # the general rule holds for long moves too
+    args = ((x - hw, x + hw, y - hh, y + hh, move) if axis == "x"
+            else (y - hh, y + hh, x - hw, x + hw, move))
+    fwd, back = np.full(50, np.inf), np.full(50, -np.inf)
+    grid.limits(axis, *args, SKIN, fwd, back)
+    want = brute_limits(boxes, axis, *args)
+    np.testing.assert_array_equal(fwd, want[0])
+    np.testing.assert_array_equal(back, want[1])
+
+
+@SETTINGS
+@given(levels(), st.integers(0, 6), st.sampled_from(["x", "y"]))
+def test_mixed_level_splits_aligned_and_unaligned_boxes(level: tuple, n_odd: int,
+                                                        axis: str) -> None:
+    solid, ox, oy, rng = level
+    aligned = cell_boxes(solid, ox, oy, rng)
+    h, w = solid.shape
+    l0 = rng.uniform(ox, ox + w, n_odd)
+    b0 = rng.uniform(oy, oy + h, n_odd)
+    odd = np.stack([l0, b0, l0 + rng.uniform(0.2, 3, n_odd), b0 + rng.uniform(0.2, 3, n_odd)],
+                   axis=1)
+    boxes = np.concatenate([aligned, odd])
+    assert aligned_mask(*boxes.T).tolist() == [True] * len(aligned) + [
+        bool(aligned_mask(*row[:, None])[0]) for row in odd]
+    level_colliders = LevelColliders.build(*boxes.T)
+    assert level_colliders.tiles is not None
+    x, y, hw, hh, move = movers(rng, 40, ox, ox + w, oy, oy + h)
+    args = ((x - hw, x + hw, y - hh, y + hh, move) if axis == "x"
+            else (y - hh, y + hh, x - hw, x + hw, move))
+    fwd, back = level_colliders.limits(axis, *args, SKIN)
+    tiles = level_colliders.tiles
+    rest = boxes[~aligned_mask(*boxes.T)]
+    want = brute_limits(np.concatenate([runs(tiles.solid, tiles.origin_x, tiles.origin_y,
+                                             axis), rest]), axis, *args)
+    np.testing.assert_array_equal(fwd, want[0])
+    np.testing.assert_array_equal(back, want[1])
