@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--history", type=float, default=10.0, metavar="SECONDS",
                    help="seconds of rewind history (default 10)")
     p.add_argument("--no-hud", action="store_true", help="start with the HUD hidden")
+    p.add_argument("--synctest", action="store_true",
+                   help="check determinism: every tick rewind 2 ticks, re-simulate and "
+                        "compare state hashes; stop with the tick, component and field on a "
+                        "mismatch (exit code 1)")
     g = p.add_argument_group("headless (no window; one tick per frame, dt = 1/60 s)")
     g.add_argument("--headless", action="store_true",
                    help="run without a window (also implied by ARCADE_HEADLESS=1)")
@@ -130,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         game = Game(args.level, seed=args.seed, stress=args.stress, save_dir=args.save_dir,
-                    history_seconds=args.history, method=args.method)
+                    history_seconds=args.history, method=args.method, synctest=args.synctest)
     except (KeyError, LevelError) as exc:
         why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"demo: cannot load level {args.level!r}: {why}", file=sys.stderr)
@@ -138,20 +142,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             window.close()
         return 2
 
-    if window is not None:
-        from ecs_engine.demo.window import run_window
+    from ecs_engine import DesyncError
 
-        run_window(game, window, pixels_per_unit=args.zoom, hud=not args.no_hud)
-        return 0
+    try:
+        if window is not None:
+            from ecs_engine.demo.window import run_window
 
-    from ecs_engine.demo.headless import run_headless
+            run_window(game, window, pixels_per_unit=args.zoom, hud=not args.no_hud)
+            return 0
 
-    frames = DEFAULT_HEADLESS_FRAMES if args.frames is None else args.frames
-    result = run_headless(game, frames, script=script, size=args.size,
-                          pixels_per_unit=args.zoom, screenshot=args.screenshot,
-                          every=args.screenshot_every, hud=not args.no_hud)
+        from ecs_engine.demo.headless import run_headless
+
+        frames = DEFAULT_HEADLESS_FRAMES if args.frames is None else args.frames
+        result = run_headless(game, frames, script=script, size=args.size,
+                              pixels_per_unit=args.zoom, screenshot=args.screenshot,
+                              every=args.screenshot_every, hud=not args.no_hud)
+    except DesyncError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return 1
     print(game.summary.describe().splitlines()[0])
     print(result.describe())
+    if game.sync is not None:
+        print(f"sync test     {game.sync.checked} ticks re-simulated and matched")
     return 0
 
 

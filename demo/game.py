@@ -21,7 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from ecs_engine import History, SaveFileError, Snapshot, World
+from ecs_engine import History, SaveFileError, Snapshot, SyncTest, World
 from ecs_engine.components import (
     Ammo,
     Bouncer,
@@ -210,8 +210,10 @@ class Game:
     """A level in a world, the fixed-step loop and the player's actions.
 
     ``level``: a shipped level name or a folder. ``seed`` seeds ``world.rng``. ``stress``
-    adds that many bouncing bodies. ``history_seconds`` of ticks are kept for rewind (fewer
-    if they would exceed ``history_bytes``). Save files go to ``save_dir``/slot<N>.sav.
+    adds that many bouncing bodies. ``synctest`` checks every tick is deterministic (see
+    :class:`~ecs_engine.SyncTest`; ticks cost about three times as much).
+    ``history_seconds`` of ticks are kept for rewind (fewer if they would exceed
+    ``history_bytes``). Save files go to ``save_dir``/slot<N>.sav.
     """
 
     def __init__(
@@ -225,6 +227,7 @@ class Game:
         history_bytes: int | None = DEFAULT_HISTORY_BYTES,
         method: Literal["greedy", "exact"] = "greedy",
         clock: Callable[[], float] = time.perf_counter,
+        synctest: bool = False,
     ) -> None:
         self.level_path = resolve_level(level)
         self.save_dir = Path(save_dir)
@@ -248,6 +251,9 @@ class Game:
         self.world.add_system(fall_out, before=camera_follow)
         self.bounds = level_bounds(self.world, self.summary)
         self.stress = add_stress_bodies(self.world, stress, (w, h)).size
+        # Sync test mode: every tick re-simulates the last 2 ticks and compares state
+        # hashes (DesyncError names the tick, component and field on a mismatch).
+        self.sync = SyncTest(self.world, rewind=2, dt=DT) if synctest else None
         self.history = History(capacity=max(1, round(history_seconds * TICK_RATE)),
                                max_bytes=history_bytes)
         self.slots: dict[int, Snapshot] = {}
@@ -301,9 +307,13 @@ class Game:
     def tick(self) -> None:
         """Run exactly one simulation tick (``DT`` seconds) with the held input, then
         record it in the history."""
-        self.world.resources["input"] = {k: k in self.held for k in INPUT_ACTIONS}
+        inputs = {k: k in self.held for k in INPUT_ACTIONS}
         start = self._clock()
-        self.world.step(DT)
+        if self.sync is not None:
+            self.sync.step(inputs)  # sets the input resource, ticks, re-simulates, checks
+        else:
+            self.world.resources["input"] = inputs
+            self.world.step(DT)
         self.tick_ms.append((self._clock() - start) * 1000.0)
         self._record()
 

@@ -8,6 +8,7 @@ from ecs_engine.migrate import SchemaChangeWarning
 from ecs_engine.prefab import Param, Prefab, PrefabError, PrefabRegistry
 from ecs_engine.query import Query
 from ecs_engine.record import Record
+from ecs_engine.rollback import DesyncError, Rollback, SyncTest
 from ecs_engine.savefile import SaveFileError
 from ecs_engine.snapshot import RestoreEvent, Snapshot, StoreSnapshot
 from ecs_engine.storage import ComponentStore
@@ -19,6 +20,7 @@ __all__ = [
     "NULL",
     "ComponentSchema",
     "ComponentStore",
+    "DesyncError",
     "Entity",
     "FieldSpec",
     "Group",
@@ -30,10 +32,12 @@ __all__ = [
     "Query",
     "Record",
     "RestoreEvent",
+    "Rollback",
     "SaveFileError",
     "SchemaChangeWarning",
     "Snapshot",
     "StoreSnapshot",
+    "SyncTest",
     "System",
     "World",
     "__version__",

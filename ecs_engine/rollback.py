@@ -1,0 +1,422 @@
+"""GGPO-style rollback: keep the last frames in recycled buffers, restore one and
+re-simulate to the present with corrected inputs; and a sync test built on it.
+
+A *frame* is the world's state at the start of a tick (``world.tick == frame``) plus the
+input that tick ran with. :class:`Rollback` records a frame before every tick it runs, into
+one of ``frames`` buffer sets that are reused round-robin: recording copies only the stores
+(and chunks of stores) whose version differs from what the reused buffer already holds, so
+static level geometry costs nothing per tick and nothing is allocated once the buffers fit.
+
+:class:`SyncTest` checks a simulation is deterministic: every tick it rewinds ``rewind``
+frames, re-simulates them with the same inputs and compares state hashes; on a mismatch it
+raises :class:`DesyncError` naming the tick, component and field that differ.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ecs_engine.entity import KEY_DTYPE, key_str
+from ecs_engine.memcopy import as_bytes, copy_into
+from ecs_engine.slotmap import SlotTable
+from ecs_engine.snapshot import Snapshot, StoreSnapshot, restore_snapshot
+from ecs_engine.statehash import canonical_value
+from ecs_engine.storage import CHUNK_ROWS, ComponentStore
+
+if TYPE_CHECKING:
+    from ecs_engine.world import World
+
+__all__ = ["DesyncError", "Difference", "InputFn", "Rollback", "SyncTest", "first_difference",
+           "set_input_resource"]
+
+InputFn = Callable[["World", Any], None]
+"""``apply_input(world, inputs)``: make ``inputs`` what the next tick reads."""
+
+
+def set_input_resource(world: World, inputs: Any) -> None:
+    """The default ``apply_input``: ``world.resources["input"] = inputs`` (a copy of a
+    dict, so a caller reusing its dict cannot change a recorded frame); ``None`` keeps the
+    resource as it is."""
+    if inputs is not None:
+        world.resources["input"] = dict(inputs) if isinstance(inputs, dict) else inputs
+
+
+def _grow(buf: np.ndarray, size: int) -> np.ndarray:
+    """``buf`` if it holds ``size`` items, else a new array of the same dtype (doubled)."""
+    if len(buf) >= size:
+        return buf
+    return np.empty(max(size, 2 * len(buf), 16), buf.dtype)
+
+
+def _frozen_view(arr: np.ndarray) -> np.ndarray:
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+class _StoreBuffer:
+    """Recycled copy of one store: rows, keys, slot index and the versions they hold."""
+
+    def __init__(self, store: ComponentStore) -> None:
+        self.data = np.empty(0, store.data.dtype)
+        self.entities = np.empty(0, KEY_DTYPE)
+        self.sparse = np.empty(0, np.int32)
+        self.n = 0
+        self.has_sparse = False
+        self.sparse_len = 0
+        self.data_version = -1
+        self.layout_version = -1
+        self.chunk_versions = np.zeros(0, np.int64)
+
+    def record(self, store: ComponentStore, high_water: int) -> None:
+        n = store.n
+        if self.layout_version != store.layout_version:
+            self.entities = _grow(self.entities, n)
+            copy_into(self.entities[:n], store.entities[:n])
+            self.has_sparse = n * 8 >= high_water  # as in take_snapshot: dense stores only
+            if self.has_sparse:
+                self.sparse = _grow(self.sparse, high_water)
+                copy_into(self.sparse[:high_water], store.sparse[:high_water])
+                self.sparse_len = high_water
+            same_rows = False
+        else:
+            same_rows = self.n == n
+        if self.data_version != store.data_version:
+            count = max(1, -(-n // CHUNK_ROWS))
+            live = store.chunk_versions[:count]
+            if len(self.data) < n:
+                self.data = _grow(self.data, n)
+                same_rows = False
+            if n and store.data.dtype.itemsize:
+                src, dst = as_bytes(store.data), as_bytes(self.data)
+                step = CHUNK_ROWS * store.data.dtype.itemsize
+                end = n * store.data.dtype.itemsize
+                mine = self.chunk_versions
+                for i in range(count):
+                    if same_rows and i < len(mine) and mine[i] == live[i]:
+                        continue  # this chunk already holds that state
+                    dst[i * step : min(end, (i + 1) * step)] = src[i * step : min(end,
+                                                                                (i + 1) * step)]
+            self.chunk_versions = live.copy()
+            self.data_version = store.data_version
+        self.n = n
+        self.layout_version = store.layout_version
+
+    def snapshot(self, store: ComponentStore, ctype: type, group_size: int) -> StoreSnapshot:
+        n = self.n
+        count = max(1, -(-n // CHUNK_ROWS))
+        chunks = tuple(_frozen_view(self.data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)])
+                       for i in range(count))
+        sparse = _frozen_view(self.sparse[: self.sparse_len]) if self.has_sparse else None
+        return StoreSnapshot(store.schema.name, chunks, _frozen_view(self.entities[:n]),
+                             group_size, self.data_version, self.layout_version, ctype,
+                             sparse, self.chunk_versions)
+
+
+class _Frame:
+    """One recorded frame in recycled buffers. ``frame`` is -1 while it holds nothing."""
+
+    def __init__(self) -> None:
+        self.frame = -1
+        self.inputs: Any = None
+        self.stores: dict[str, _StoreBuffer] = {}
+        self.generations = np.empty(0, np.uint32)
+        self.alive = np.empty(0, np.bool_)
+        self.free = np.empty(0, np.int64)
+        self.slot_version = -1
+        self.slots: SlotTable | None = None
+        self.snapshot: Snapshot | None = None
+
+    def record(self, world: World, inputs: Any) -> None:
+        slots = world._slots
+        hw = slots.high_water
+        if self.slot_version != slots.version or self.slots is None:
+            self.generations = _grow(self.generations, hw)
+            self.alive = _grow(self.alive, hw)
+            self.free = _grow(self.free, slots.n_free)
+            copy_into(self.generations[:hw], slots.generations[:hw])
+            copy_into(self.alive[:hw], slots.alive[:hw])
+            copy_into(self.free[: slots.n_free], slots.free[: slots.n_free])
+            self.slots = SlotTable(_frozen_view(self.generations[:hw]),
+                                   _frozen_view(self.alive[:hw]),
+                                   _frozen_view(self.free[: slots.n_free]))
+            self.slot_version = slots.version
+        groups = world._groups
+        stores = []
+        for ctype, store in world._stores.items():
+            name = store.schema.name
+            buf = self.stores.get(name)
+            if buf is None or buf.data.dtype != store.data.dtype:
+                buf = self.stores[name] = _StoreBuffer(store)
+            buf.record(store, hw)
+            in_group = store.owner is not None and any(store.owner is g for g in groups)
+            stores.append(buf.snapshot(store, ctype, store.group_size if in_group else 0))
+        self.snapshot = Snapshot(
+            stores=tuple(stores), slots=self.slots,
+            groups=tuple(tuple(s.schema.name for s in g.stores) for g in groups),
+            resources=copy.deepcopy(world.resources), tick=world.tick,
+            rng_state=world.rng.bit_generator.state, slot_version=slots.version,
+            origin=world._versions)
+        self.frame = world.tick
+        self.inputs = inputs
+
+
+class Rollback:
+    """The last ``frames`` frames of a world, for GGPO-style rollback.
+
+    ``advance(inputs)`` records the current frame and runs one tick of ``dt`` seconds with
+    ``inputs`` (applied by ``apply_input``, default :func:`set_input_resource`);
+    ``rollback(to_frame, inputs)`` restores frame ``to_frame`` and re-simulates to the
+    present with corrected inputs. While re-simulating, ``world.resimulating`` is True so
+    systems with effects outside the state (sounds) can skip them.
+    """
+
+    def __init__(self, world: World, *, frames: int = 8, dt: float = 1 / 60,
+                 apply_input: InputFn = set_input_resource) -> None:
+        if frames < 1:
+            raise ValueError(f"Rollback frames must be >= 1, got {frames}")
+        self.world = world
+        self.frames = frames
+        self.dt = dt
+        self.apply_input = apply_input
+        self._ring = [_Frame() for _ in range(frames)]
+        self.resimulated = 0  # ticks re-run by rollback() in total
+
+    @property
+    def present(self) -> int:
+        """The frame the world is at now (``world.tick``)."""
+        return self.world.tick
+
+    @property
+    def oldest(self) -> int:
+        """The oldest frame ``rollback`` can go back to (``present`` if none is held)."""
+        held = [f.frame for f in self._ring if 0 <= f.frame < self.present]
+        return min(held) if held else self.present
+
+    def _slot(self, frame: int) -> _Frame:
+        return self._ring[frame % self.frames]
+
+    def held(self, frame: int) -> bool:
+        """True if ``frame`` (before the present) can be rolled back to."""
+        return 0 <= frame < self.present and self._slot(frame).frame == frame
+
+    def inputs(self, frame: int) -> Any:
+        """The input recorded for ``frame``."""
+        if not self.held(frame):
+            raise KeyError(f"frame {frame} is not held (held: {self.oldest}..{self.present - 1})")
+        return self._slot(frame).inputs
+
+    def clear(self) -> None:
+        """Forget every frame (after loading a save, say: the past no longer leads here)."""
+        for f in self._ring:
+            f.frame = -1
+            f.snapshot = None
+
+    def _tick(self, frame: _Frame, inputs: Any) -> None:
+        frame.record(self.world, inputs)
+        self.apply_input(self.world, inputs)
+        self.world.step(self.dt)
+
+    def advance(self, inputs: Any = None) -> None:
+        """Record the present frame with ``inputs`` and run one tick with them."""
+        tick = self.world.tick
+        if not self.held(tick - 1):
+            self.clear()  # the world jumped (a load, a rewind): older frames lead elsewhere
+        self._tick(self._slot(tick), inputs)
+
+    def restore(self, frame: int) -> None:
+        """Bring the world back to a held frame (no re-simulation); later frames are
+        dropped."""
+        if not self.held(frame):
+            raise ValueError(f"rollback: frame {frame} is not held; frames "
+                             f"{self.oldest}..{self.present - 1} are (the last {self.frames})")
+        snap = self._slot(frame).snapshot
+        assert snap is not None
+        # Not world.restore: the snapshot lives in recycled buffers, so it must never become
+        # the world's "previous snapshot" that later snapshots share arrays with.
+        restore_snapshot(self.world, snap, "rollback")
+        for f in self._ring:
+            if f.frame > frame:
+                f.frame = -1
+
+    def rollback(self, to_frame: int,
+                 inputs: Sequence[Any] | Mapping[int, Any] | None = None) -> None:
+        """Restore frame ``to_frame`` and re-simulate to the present.
+
+        ``inputs``: the corrected input of every frame ``to_frame .. present - 1`` (a
+        sequence of that length), or ``{frame: input}`` for the frames that changed (the
+        others keep their recorded input), or None to re-run the recorded inputs.
+        """
+        present = self.present
+        count = present - to_frame
+        if isinstance(inputs, Mapping):
+            bad = [f for f in inputs if not to_frame <= f < present]
+            if bad:
+                raise ValueError(f"rollback: inputs for frames {bad} outside "
+                                 f"{to_frame}..{present - 1}")
+            plan = [inputs.get(f, self._slot(f).inputs) if self.held(f) else inputs.get(f)
+                    for f in range(to_frame, present)]
+        elif inputs is None:
+            plan = [self._slot(f).inputs if self.held(f) else None
+                    for f in range(to_frame, present)]
+        else:
+            plan = list(inputs)
+            if len(plan) != count:
+                raise ValueError(f"rollback: {len(plan)} inputs for the {count} frames "
+                                 f"{to_frame}..{present - 1}")
+        if count == 0:
+            return
+        self.restore(to_frame)
+        self._resimulate(plan)
+
+    def _resimulate(self, plan: list[Any]) -> None:
+        world = self.world
+        was = world.resimulating
+        world.resimulating = True
+        try:
+            for inputs in plan:
+                self._tick(self._slot(world.tick), inputs)
+                self.resimulated += 1
+        finally:
+            world.resimulating = was
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Where two states first differ: ``component`` (or ``"slot table"``, ``"resources"``,
+    ``"rng"``, ``"groups"``, ``"tick"``) and ``field``, with a readable ``detail``."""
+
+    component: str
+    field: str
+    detail: str
+
+
+class DesyncError(AssertionError):
+    """A re-simulation did not reproduce the state: the simulation is not deterministic."""
+
+    def __init__(self, tick: int, difference: Difference, frames: tuple[int, int]) -> None:
+        self.tick = tick
+        self.component = difference.component
+        self.field = difference.field
+        self.detail = difference.detail
+        self.frames = frames
+        super().__init__(
+            f"sync test: desync at tick {tick}: {difference.component}.{difference.field} "
+            f"differs after re-simulating frames {frames[0]}..{frames[1]} with the same "
+            f"inputs ({difference.detail})")
+
+
+def _field_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Rows where two equal-length field columns differ bitwise."""
+    n = len(a)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    ab = np.ascontiguousarray(a).view(np.uint8).reshape(n, -1)
+    bb = np.ascontiguousarray(b).view(np.uint8).reshape(n, -1)
+    return np.flatnonzero((ab != bb).any(axis=1))
+
+
+def first_difference(world: World, snap: Snapshot) -> Difference | None:
+    """The first part in which ``world`` differs from ``snap`` (None if none does): slot
+    table, then stores by name (keys, then fields), groups, resources, rng, tick."""
+    table = snap.slots
+    slots = world._slots
+    hw = slots.high_water
+    for label, live, saved in (("generations", slots.generations[:hw], table.generations),
+                               ("alive", slots.alive[:hw], table.alive),
+                               ("free list", slots.free[: slots.n_free], table.free)):
+        if len(live) != len(saved) or not np.array_equal(live, saved):
+            return Difference("slot table", label, f"{len(saved)} entries first run, "
+                              f"{len(live)} re-run")
+    saved_stores = {s.name: s for s in snap.stores if s.n}
+    live_stores = {s.schema.name: s for s in world._stores.values() if s.n}
+    for name in sorted(saved_stores.keys() | live_stores.keys()):
+        s, store = saved_stores.get(name), live_stores.get(name)
+        if s is None or store is None or s.n != store.n:
+            return Difference(name, "entities", f"{s.n if s else 0} rows first run, "
+                              f"{store.n if store else 0} re-run")
+        keys = store.entities[: store.n]
+        rows = _field_rows(keys, s.entities)
+        if len(rows):
+            r = int(rows[0])
+            return Difference(name, "entities", f"row {r}: {key_str(int(s.entities[r]))} "
+                              f"first run, {key_str(int(keys[r]))} re-run")
+        data = s.data
+        live = store.data[: store.n]
+        for fname in live.dtype.names or ():
+            rows = _field_rows(live[fname], data[fname])
+            if len(rows):
+                r = int(rows[0])
+                return Difference(name, fname, f"{len(rows)} rows differ; first row {r} "
+                                  f"({key_str(int(keys[r]))}): {data[fname][r]!r} first run, "
+                                  f"{live[fname][r]!r} re-run")
+    groups = tuple(tuple(st.schema.name for st in g.stores) for g in world._groups)
+    sizes = tuple(g.size for g in world._groups)
+    saved_sizes = tuple(saved_stores[g[0]].group_size if g[0] in saved_stores else 0
+                        for g in snap.groups)
+    if groups != snap.groups or sizes != saved_sizes:
+        return Difference("groups", "members", f"{snap.groups} first run, {groups} re-run")
+    saved_res, live_res = snap.resources, world.resources
+    for key in list(dict.fromkeys([*saved_res, *live_res])):
+        a = canonical_value(saved_res.get(key), "resources")
+        b = canonical_value(live_res.get(key), "resources")
+        if a != b or ((key in saved_res) != (key in live_res)):
+            return Difference("resources", key, f"{saved_res.get(key)!r} first run, "
+                              f"{live_res.get(key)!r} re-run")
+    if list(saved_res) != list(live_res):
+        return Difference("resources", "order", f"{list(saved_res)} first run, "
+                          f"{list(live_res)} re-run")
+    if canonical_value(world.rng.bit_generator.state, "rng") != canonical_value(snap.rng_state,
+                                                                               "rng"):
+        return Difference("rng", "state", "the rng was drawn from a different number of times")
+    if world.tick != snap.tick:
+        return Difference("tick", "tick", f"{snap.tick} first run, {world.tick} re-run")
+    return None
+
+
+class SyncTest:
+    """Run a world tick by tick, checking every tick that re-simulating the last
+    ``rewind`` frames with the same inputs reproduces the state hash exactly.
+
+    ``step(inputs)`` runs one tick (like :meth:`Rollback.advance`), then rewinds ``rewind``
+    frames, re-simulates them and compares hashes; a mismatch raises :class:`DesyncError`
+    naming the tick, component and field. Catches systems that read anything outside the
+    world's state: a global rng, the clock, a counter in a closure, dict/set order of
+    objects, state kept between ticks outside ``world.resources``.
+    """
+
+    def __init__(self, world: World, *, rewind: int = 2, dt: float = 1 / 60,
+                 apply_input: InputFn = set_input_resource) -> None:
+        if rewind < 1:
+            raise ValueError(f"SyncTest rewind must be >= 1, got {rewind}")
+        self.world = world
+        self.rewind = rewind
+        self.rollback = Rollback(world, frames=rewind, dt=dt, apply_input=apply_input)
+        self._first_run = _Frame()
+        self.checked = 0  # ticks whose re-simulation was compared
+
+    def step(self, inputs: Any = None) -> str:
+        """One tick, then the check. Returns the state hash after the tick."""
+        rb = self.rollback
+        rb.advance(inputs)
+        world = self.world
+        expected = world.state_hash()
+        start = world.tick - self.rewind
+        if not rb.held(start):
+            return expected  # the first ticks: not enough history yet
+        self._first_run.record(world, None)
+        rb.rollback(start)
+        got = world.state_hash()
+        self.checked += 1
+        if got != expected:
+            snap = self._first_run.snapshot
+            assert snap is not None
+            diff = first_difference(world, snap) or Difference(
+                "state", "hash", f"hashes {expected} first run, {got} re-run")
+            raise DesyncError(world.tick, diff, (start, world.tick - 1))
+        return got
