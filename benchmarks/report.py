@@ -442,7 +442,7 @@ def _detail(v: _View) -> str | None:
 
 
 def _frame(v: _View) -> str | None:
-    rows = []
+    rows: list[list[Any]] = []
     for op in ("frame_step", "frame_render"):
         for r in v.records:
             if r["scenario"] == "frame" and r["op"] == op:

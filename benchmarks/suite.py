@@ -136,14 +136,16 @@ def machine_info() -> dict[str, Any]:
     import platform
     from importlib import metadata
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for dist in ("numpy", "esper", "tcod-ecs", "msgpack", "xxhash", "scipy"):
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             versions[dist] = None
     try:
-        from ecs_engine import __version__ as engine_version
+        from ecs_engine import __version__
+
+        engine_version: str | None = __version__
     except ImportError:
         engine_version = None
     cpu = platform.processor()

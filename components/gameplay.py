@@ -11,10 +11,10 @@ from ecs_engine import NULL, Entity, component, field
 class Player:
     """Controlled by the input resource. Speeds in units/s."""
 
-    run_speed: field(np.float32, default=12.0, label="speed")  # type: ignore[valid-type]
-    jump_speed: field(np.float32, default=26.0, label="jump")  # type: ignore[valid-type]
-    facing: field(np.int8, default=1, editable=False)  # type: ignore[valid-type]
-    shoot_cooldown: field(np.float32, editable=False)  # type: ignore[valid-type]
+    run_speed: np.float32 = field(default=12.0, label="speed")
+    jump_speed: np.float32 = field(default=26.0, label="jump")
+    facing: np.int8 = field(default=1, editable=False)
+    shoot_cooldown: np.float32 = field(editable=False)
 
 
 @component
@@ -29,7 +29,7 @@ class Patrol:
     """Walks left and right at ``speed`` units/s, turning at walls and ledges."""
 
     speed: np.float32 = 4.0
-    direction: field(np.int8, default=1, label="dir")  # type: ignore[valid-type]
+    direction: np.int8 = field(default=1, label="dir")
 
 
 @component
@@ -44,7 +44,7 @@ class Projectile:
 class Lifetime:
     """Seconds left before the entity despawns."""
 
-    remaining: field(np.float32, default=2.0, label="lifetime")  # type: ignore[valid-type]
+    remaining: np.float32 = field(default=2.0, label="lifetime")
 
 
 @component
@@ -53,8 +53,8 @@ class Spawner:
 
     interval: np.float32 = 1.5
     speed: np.float32 = 14.0
-    direction: field(np.int8, default=-1, label="dir")  # type: ignore[valid-type]
-    cooldown: field(np.float32, editable=False)  # type: ignore[valid-type]
+    direction: np.int8 = field(default=-1, label="dir")
+    cooldown: np.float32 = field(editable=False)
 
 
 @component
@@ -70,15 +70,15 @@ class Health:
     """Hit points; the entity despawns at 0 (the player respawns instead)."""
 
     hp: np.int16 = 3
-    max_hp: field(np.int16, default=3, label="max_hp")  # type: ignore[valid-type]
-    invulnerable: field(np.float32, editable=False)  # type: ignore[valid-type]  # seconds
+    max_hp: np.int16 = field(default=3, label="max_hp")
+    invulnerable: np.float32 = field(editable=False)  # seconds
 
 
 @component
 class Ammo:
     """A fixed-size magazine of projectile kinds (0 = empty slot) and a count."""
 
-    kinds: field(np.uint8, shape=8)  # type: ignore[valid-type]
+    kinds: np.ndarray = field(np.uint8, shape=8)
     count: np.uint8 = 0
 
 
@@ -86,7 +86,7 @@ class Ammo:
 class Score:
     """Coins collected."""
 
-    coins: field(np.int32, editable=False)  # type: ignore[valid-type]
+    coins: np.int32 = field(editable=False)
 
 
 @component

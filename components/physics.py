@@ -19,8 +19,8 @@ class Position:
 class Velocity:
     """Units per second."""
 
-    x: field(np.float32, label="vx")  # type: ignore[valid-type]
-    y: field(np.float32, label="vy")  # type: ignore[valid-type]
+    x: np.float32 = field(label="vx")
+    y: np.float32 = field(label="vy")
 
 
 @component
@@ -40,19 +40,19 @@ class Solid:
 class Tile:
     """Which tile type a static collider came from (an index into the level's tile table)."""
 
-    kind: field(np.uint16, label="tile")  # type: ignore[valid-type]
+    kind: np.uint16 = field(label="tile")
 
 
 @component
 class Gravity:
     """Acceleration in units/s^2 (negative pulls down)."""
 
-    ay: field(np.float32, default=-60.0, label="gravity")  # type: ignore[valid-type]
+    ay: np.float32 = field(default=-60.0, label="gravity")
 
 
 @component
 class Grounded:
     """Set by collision each tick: standing on something, touching a wall."""
 
-    on_ground: field(np.bool_, editable=False)  # type: ignore[valid-type]
-    wall: field(np.int8, editable=False)  # type: ignore[valid-type]  # -1 left, 1 right
+    on_ground: np.bool_ = field(editable=False)
+    wall: np.int8 = field(editable=False)  # -1 left, 1 right

@@ -11,7 +11,7 @@ from ecs_engine import component, field
 class Color:
     """Flat colour of the entity's box, RGBA 0-255."""
 
-    rgba: field(np.uint8, shape=4, default=255, label="color")  # type: ignore[valid-type]
+    rgba: np.ndarray = field(np.uint8, shape=4, default=255, label="color")
 
 
 @component

@@ -124,7 +124,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> None:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> None:
     """Replace ``path`` with what ``write(file)`` writes, atomically: a crash at any point
     leaves the old file or the new one, and concurrent writers never mix their bytes.
 

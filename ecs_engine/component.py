@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, TypeVar, dataclass_transform, overload
 
 import numpy as np
 
@@ -42,16 +42,39 @@ class FieldDecl:
     editable: bool
 
 
+FieldValue = float | np.generic | np.ndarray | list[Any] | tuple[Any, ...]
+"""What a field accepts as a value or default: a Python or numpy scalar, or an array (one
+value per row of a batch, or one fixed-shape value)."""
+
+
+def field_default(value: FieldValue, /) -> Any:
+    """The type check of a plain class-body default (``x: np.float32 = 0.0``).
+
+    ``ecs_engine.mypy_plugin`` has mypy check such a default as ``field_default(0.0)``: it
+    must be a value the field can be converted from, not an instance of the annotation.
+    """
+    return value
+
+
+@overload
+def field(dtype: Any, /, shape: int | tuple[int, ...] = (), default: FieldValue = 0,
+          label: str | None = None, editable: bool = True) -> Any: ...
+@overload
+def field(*, shape: int | tuple[int, ...] = (), default: FieldValue = 0,
+          label: str | None = None, editable: bool = True) -> Any: ...
+
+
 def field(
     dtype: Any = None,
+    /,
     shape: int | tuple[int, ...] = (),
-    default: Any = 0,
+    default: FieldValue = 0,
     label: str | None = None,
     editable: bool = True,
 ) -> Any:
-    """Declare a component field with options: as the annotation (``kinds:
-    field(np.uint8, shape=8)``) or as the default (``hp: np.int16 = field(label="hp")``,
-    where the dtype comes from the annotation).
+    """Declare a component field with options, as the class-body default:
+    ``hp: np.int16 = field(default=3, label="hp")`` (the dtype comes from the annotation) or
+    ``rgba: np.ndarray = field(np.uint8, shape=4)`` (the dtype given, for containers).
 
     ``shape`` makes a fixed-size container per row, ``label`` is the name level authors
     use, ``editable=False`` keeps the field in saves but hides it from level files.
@@ -314,12 +337,16 @@ def _build_schema(cls: type, name: str) -> ComponentSchema:
     return partial
 
 
-@overload
-def component(cls: type, /) -> type: ...
-@overload
-def component(*, name: str | None = None) -> Callable[[type], type]: ...
+_C = TypeVar("_C", bound=type)
 
 
+@overload
+def component(cls: _C, /) -> _C: ...
+@overload
+def component(*, name: str | None = None) -> Callable[[_C], _C]: ...
+
+
+@dataclass_transform(field_specifiers=(field,))
 def component(cls: type | None = None, /, *, name: str | None = None) -> Any:
     """Class decorator: declare a component type from annotated fields.
 
@@ -363,11 +390,17 @@ def detached(comp: ComponentBase) -> ComponentBase:
     return twin
 
 
-def component_values(comp: Any) -> tuple[type, Mapping[str, np.ndarray], int | None]:
-    """Validate a component instance; return (type, values, batch length)."""
+def as_component(comp: object) -> ComponentBase:
+    """``comp``, checked to be a component instance (``TypeError`` saying what it is)."""
     if not isinstance(comp, ComponentBase):
         if is_component_type(comp):
             raise TypeError(f"pass a component instance, e.g. {schema_of(comp).name}(), "
                             f"not the class")
         raise TypeError(f"{comp!r} is not a component instance")
-    return type(comp), comp._values, comp._batch
+    return comp
+
+
+def component_values(comp: object) -> tuple[type, Mapping[str, np.ndarray], int | None]:
+    """Validate a component instance; return (type, values, batch length)."""
+    checked = as_component(comp)
+    return type(checked), checked._values, checked._batch

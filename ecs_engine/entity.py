@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import operator
-from typing import NewType
+from typing import Any, NewType, TypeAlias
 
 import numpy as np
 
 Entity = NewType("Entity", int)
 """A key: ``generation << 32 | slot``. Stored in component columns as ``uint64``."""
+
+KeyLike: TypeAlias = int | np.integer[Any]
+"""What takes a single key: an :data:`Entity`, an ``int`` or a numpy integer (an element of
+a key array)."""
 
 NULL: Entity = Entity(0)
 """The key that is never alive (generation 0 is never handed out)."""
@@ -23,17 +27,17 @@ def make_key(slot: int, generation: int) -> Entity:
     return Entity((int(generation) << SLOT_BITS) | int(slot))
 
 
-def key_slot(key: int) -> int:
+def key_slot(key: KeyLike) -> int:
     """The slot index of a key."""
     return int(key) & SLOT_MASK
 
 
-def key_generation(key: int) -> int:
+def key_generation(key: KeyLike) -> int:
     """The generation of a key."""
     return int(key) >> SLOT_BITS
 
 
-def key_str(key: int) -> str:
+def key_str(key: KeyLike) -> str:
     """Human-readable key, e.g. ``Entity(slot=3, gen=2)``."""
     return f"Entity(slot={key_slot(key)}, gen={key_generation(key)})"
 

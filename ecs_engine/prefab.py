@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.component import ComponentBase, FieldSpec, component_values, schema_of
+from ecs_engine.component import (
+    ComponentBase,
+    FieldSpec,
+    as_component,
+    component_values,
+    schema_of,
+)
 from ecs_engine.entity import Entity
 
 if TYPE_CHECKING:
@@ -94,11 +100,12 @@ class PrefabRegistry:
         self._prefabs: dict[str, Prefab] = {}
         self._lookup: dict[str, str] = {}
 
-    def register(self, name: str, *components: ComponentBase,
+    def register(self, name: str, *components: object,
                  aliases: Iterable[str] = ()) -> Prefab:
         """Add a prefab; its components give the defaults."""
         seen: set[type] = set()
-        for comp in components:
+        comps = tuple(as_component(c) for c in components)
+        for comp in comps:
             ctype, _, count = component_values(comp)
             if count is not None:
                 raise PrefabError(f"prefab {name!r}: {schema_of(ctype).name} must be one "
@@ -106,7 +113,7 @@ class PrefabRegistry:
             if ctype in seen:
                 raise PrefabError(f"prefab {name!r}: {schema_of(ctype).name} given twice")
             seen.add(ctype)
-        prefab = Prefab(name, tuple(components), tuple(aliases))
+        prefab = Prefab(name, comps, tuple(aliases))
         for key in (name, *prefab.aliases):
             folded = key.casefold()
             if folded in self._lookup:

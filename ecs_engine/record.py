@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.entity import key_slot, key_str
+from ecs_engine.entity import KeyLike, key_slot, key_str
 
 if TYPE_CHECKING:
     from ecs_engine.slotmap import SlotMap
@@ -24,7 +24,7 @@ class Record:
 
     __slots__ = ("_store", "_key", "_slots")
 
-    def __init__(self, store: ComponentStore, key: int, slots: SlotMap | None = None) -> None:
+    def __init__(self, store: ComponentStore, key: KeyLike, slots: SlotMap | None = None) -> None:
         self._store = store
         self._key = key
         self._slots = slots

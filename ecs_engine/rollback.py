@@ -160,7 +160,7 @@ class _Frame:
             stores=tuple(stores), slots=self.slots,
             groups=tuple(tuple(s.schema.name for s in g.stores) for g in groups),
             resources=copy.deepcopy(world.resources), tick=world.tick,
-            rng_state=world.rng.bit_generator.state, slot_version=slots.version,
+            rng_state=dict(world.rng.bit_generator.state), slot_version=slots.version,
             origin=world._versions)
         self.frame = world.tick
         self.inputs = inputs
@@ -347,14 +347,14 @@ def first_difference(world: World, snap: Snapshot) -> Difference | None:
             return Difference(name, "entities", f"row {r}: {key_str(int(s.entities[r]))} "
                               f"first run, {key_str(int(keys[r]))} re-run")
         data = s.data
-        live = store.data[: store.n]
-        for fname in live.dtype.names or ():
-            rows = _field_rows(live[fname], data[fname])
+        current = store.data[: store.n]
+        for fname in current.dtype.names or ():
+            rows = _field_rows(current[fname], data[fname])
             if len(rows):
                 r = int(rows[0])
                 return Difference(name, fname, f"{len(rows)} rows differ; first row {r} "
                                   f"({key_str(int(keys[r]))}): {data[fname][r]!r} first run, "
-                                  f"{live[fname][r]!r} re-run")
+                                  f"{current[fname][r]!r} re-run")
     groups = tuple(tuple(st.schema.name for st in g.stores) for g in world._groups)
     sizes = tuple(g.size for g in world._groups)
     saved_sizes = tuple(saved_stores[g[0]].group_size if g[0] in saved_stores else 0

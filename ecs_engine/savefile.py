@@ -155,7 +155,7 @@ class _Writer:
 
     def _hash(self, final: bool = False) -> None:
         if self.pos - self.hashed >= CHUNK or (final and self.pos > self.hashed):
-            self.hasher.update(self.buf[self.hashed : self.pos])
+            self.hasher.update(self.buf[self.hashed : self.pos].data)
             self.hashed = self.pos
 
     def put(self, piece: bytes) -> None:
@@ -212,7 +212,7 @@ def encode_snapshot(snap: Snapshot) -> memoryview:
     """The snapshot as save-file bytes: a read-only memoryview over one fresh buffer
     (bytes-like; ``bytes(...)`` copies it). ``TypeError`` for resources that cannot be
     saved, naming the offending entry."""
-    return memoryview(_encode(snap)).toreadonly()
+    return _encode(snap).data.toreadonly()
 
 
 def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
@@ -221,7 +221,7 @@ def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
     save. Writes a temp file of its own next to ``path`` (created exclusively, never
     through a link), fsyncs it, renames it over ``path`` and fsyncs the folder."""
     buf = _encode(snap)
-    write_atomic(path, lambda f: f.write(memoryview(buf)))
+    write_atomic(path, lambda f: f.write(buf.data))
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -485,7 +485,7 @@ def _checksum_ok(buf: np.ndarray) -> bool:
     if end < 0 or buf[end] != 0xCF:
         return False
     stored = int.from_bytes(buf[end + 1 :].tobytes(), "big")
-    return stored == xxhash.xxh3_64_intdigest(buf[:end])
+    return stored == xxhash.xxh3_64_intdigest(buf[:end].data)
 
 
 def _where(buf: np.ndarray, pos: int) -> str:
@@ -567,7 +567,7 @@ def read_file(path: str | os.PathLike[str]) -> Snapshot:
         size = os.fstat(f.fileno()).st_size
         buf = np.empty(size, np.uint8)
         got = 0
-        view = memoryview(buf)
+        view = buf.data
         while got < size:
             n = f.readinto(view[got:])
             if not n:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ecs_engine.entity import KEY_DTYPE, SLOT_BITS, SLOT_MASK, key_slots, key_str
+from ecs_engine.entity import KEY_DTYPE, SLOT_BITS, SLOT_MASK, KeyLike, key_slots, key_str
 
 MAX_SLOTS = 1 << 31  # slot indices must also fit a store's int32 sparse array
 
@@ -95,7 +95,7 @@ class SlotMap:
         ok &= self.alive[safe] & (self.generations[safe].astype(np.uint64) == gens)
         return ok
 
-    def is_alive(self, key: int) -> bool:
+    def is_alive(self, key: KeyLike) -> bool:
         slot = int(key) & SLOT_MASK
         gen = int(key) >> SLOT_BITS
         return (
@@ -104,7 +104,7 @@ class SlotMap:
             and int(self.generations[slot]) == gen
         )
 
-    def why_dead(self, key: int) -> str:
+    def why_dead(self, key: KeyLike) -> str:
         """Explain why a key is not alive (for error messages)."""
         key = int(key)
         slot, gen = key & SLOT_MASK, key >> SLOT_BITS

@@ -142,8 +142,9 @@ def _copy_chunks(store: ComponentStore, old: StoreSnapshot | None,
                  and old.layout_version == store.layout_version and len(old.chunks) == count)
     chunks = []
     for i in range(count):
-        if same_rows and old.chunk_versions[i] == live[i]:  # type: ignore[union-attr]
-            chunks.append(old.chunks[i])  # type: ignore[union-attr]
+        if same_rows and old is not None and old.chunk_versions is not None and (
+                old.chunk_versions[i] == live[i]):
+            chunks.append(old.chunks[i])
         else:
             chunks.append(_frozen(clone(store.data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)])))
     return tuple(chunks), _frozen(live.copy())
@@ -189,7 +190,7 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
         groups=groups,
         resources=copy.deepcopy(world.resources),
         tick=world.tick,
-        rng_state=world.rng.bit_generator.state,  # numpy builds a new dict on every read
+        rng_state=dict(world.rng.bit_generator.state),  # numpy builds a new dict per read
         slot_version=slotmap.version,
         origin=world._versions,
     )

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ecs_engine.component import ComponentSchema
 from ecs_engine.entity import KEY_DTYPE, key_slots
 from ecs_engine.memcopy import copy_into
+
+if TYPE_CHECKING:  # group.py imports this module
+    from ecs_engine.group import Group
 
 CHUNK_ROWS = 32768  # rows per versioned chunk: snapshots share unchanged chunks
 
@@ -35,7 +39,7 @@ class ComponentStore:
     def __init__(self, schema: ComponentSchema, slot_capacity: int,
                  versions: Iterator[int] | None = None, capacity: int = 16) -> None:
         self.schema = schema
-        self.data = np.zeros(capacity, schema.dtype)
+        self.data: np.ndarray = np.zeros(capacity, schema.dtype)
         self.entities = np.zeros(capacity, KEY_DTYPE)
         self.sparse = np.full(slot_capacity, -1, np.int32)
         self.n = 0
@@ -47,7 +51,7 @@ class ComponentStore:
         # the front of a store shared with static colliders).
         self.chunk_versions = np.full(-(-capacity // CHUNK_ROWS), self.data_version, np.int64)
         self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
-        self.owner: object | None = None  # the Group that owns this store
+        self.owner: Group | None = None  # the Group that owns this store
 
     @property
     def capacity(self) -> int:

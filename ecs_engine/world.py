@@ -12,7 +12,16 @@ from typing import Any
 import numpy as np
 
 from ecs_engine.component import ComponentBase, component_values, detached, schema_of
-from ecs_engine.entity import KEY_DTYPE, Entity, as_key, as_keys, key_slot, key_slots, key_str
+from ecs_engine.entity import (
+    KEY_DTYPE,
+    Entity,
+    KeyLike,
+    as_key,
+    as_keys,
+    key_slot,
+    key_slots,
+    key_str,
+)
 from ecs_engine.group import Group
 from ecs_engine.query import Query
 from ecs_engine.record import Record
@@ -106,7 +115,7 @@ class World:
         return keys, first_slot
 
     # -- validation ---------------------------------------------------------------------
-    def _check_alive(self, key: int, op: str) -> int:
+    def _check_alive(self, key: object, op: str) -> int:
         key = as_key(key, op)
         if not self._slots.is_alive(key):
             raise KeyError(f"{op}: {self._slots.why_dead(key)}")
@@ -183,7 +192,7 @@ class World:
         keys.flags.writeable = False  # the caller's copy; stores hold their own
         return keys
 
-    def despawn(self, entity: int) -> None:
+    def despawn(self, entity: KeyLike) -> None:
         """Destroy an entity and all its components. ``KeyError`` if not alive."""
         key = self._check_alive(entity, "despawn")
         keys = np.array([key], KEY_DTYPE)
@@ -198,7 +207,7 @@ class World:
             self._pending_despawn.update(int(k) for k in arr)
         self._run_or_defer(lambda: self._destroy(arr))
 
-    def add(self, entity: int, comp: Any) -> None:
+    def add(self, entity: KeyLike, comp: Any) -> None:
         """Attach a component, replacing the current one of that type if present."""
         key = self._check_alive(entity, "add")
         ctype, _, count = component_values(comp)
@@ -219,7 +228,7 @@ class World:
         comps = self._snapshot_values([comp])
         self._run_or_defer(lambda: self._attach(arr, comps))
 
-    def remove(self, entity: int, ctype: type) -> None:
+    def remove(self, entity: KeyLike, ctype: type) -> None:
         """Detach a component. ``KeyError`` if the entity is not alive or lacks it."""
         key = self._check_alive(entity, "remove")
         name = schema_of(ctype).name
@@ -267,11 +276,12 @@ class World:
         for comp in comps:
             store = self._store(type(comp))
             if fresh:
-                rows = store.append(keys, first_slot)  # may reallocate data: write after
-                comp._write(store.data, rows)
+                appended = store.append(keys, first_slot)  # may reallocate data: write after
+                comp._write(store.data, appended)
                 if isinstance(store.owner, Group):
                     store.owner.enter(keys)
                 continue
+            assert slots is not None  # keys that are not fresh
             rows = store.rows_of(slots)
             present = rows >= 0
             if present.all():
@@ -309,12 +319,12 @@ class World:
         self._pending_despawn.difference_update(int(k) for k in keys)
 
     # -- reads --------------------------------------------------------------------------
-    def is_alive(self, entity: int) -> bool:
+    def is_alive(self, entity: KeyLike) -> bool:
         """True while the key's entity exists (False for NULL, stale or foreign keys;
         ``TypeError`` for what is not a key, e.g. a float or a string, as in ``get``)."""
         return self._slots.is_alive(as_key(entity, "is_alive"))
 
-    def has(self, entity: int, ctype: type) -> bool:
+    def has(self, entity: KeyLike, ctype: type) -> bool:
         """True if the entity is alive and has a component of this type (``TypeError``
         for what is not a key)."""
         key = as_key(entity, "has")
@@ -324,7 +334,7 @@ class World:
             return False
         return self._slots.is_alive(key) and bool(store.contains(key_slot(key)))
 
-    def get(self, entity: int, ctype: type) -> Record:
+    def get(self, entity: KeyLike, ctype: type) -> Record:
         """The entity's component as a :class:`Record`: ``rec["x"]`` reads the store,
         ``rec["x"] = 5`` writes it (found by key on every access, so it never goes stale
         silently). For many entities, use a query."""
@@ -334,7 +344,7 @@ class World:
             raise KeyError(f"get: {key_str(key)} has no {schema_of(ctype).name}")
         return Record(store, key, self._slots)
 
-    def components_of(self, entity: int) -> tuple[type, ...]:
+    def components_of(self, entity: KeyLike) -> tuple[type, ...]:
         """The component types an entity has."""
         key = self._check_alive(entity, "components_of")
         slot = key_slot(key)
@@ -468,7 +478,7 @@ class World:
                    after: str | SystemFn | None = None) -> None:
         """Register ``fn(world, dt)``; runs in registration order unless placed with
         ``before=`` or ``after=`` another system (by name or function)."""
-        sys_name = name or getattr(fn, "__name__", repr(fn))
+        sys_name = name or str(getattr(fn, "__name__", repr(fn)))
         if any(s.name == sys_name for s in self._systems):
             raise ValueError(f"a system named {sys_name!r} is already registered")
         if before is not None and after is not None:

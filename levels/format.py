@@ -378,7 +378,8 @@ class _Parser:
             if rgba is None:
                 self.fail(at, f'keys are colours "#rrggbb" or "#rrggbbaa", got {key!r}')
             if isinstance(entry, str):
-                prefab, params = self.text(entry, at), MappingProxyType({})
+                prefab = self.text(entry, at)
+                params: Mapping[str, Any] = MappingProxyType({})
             else:
                 rule = self.obj(entry, at)
                 self.only(rule, _RULE_KEYS, at)
@@ -448,7 +449,7 @@ class _Parser:
     def color_v0(self, value: Any, where: str) -> RGBA:
         """``{"r", "g", "b", "a"}``: whole numbers 0-255, or (if any is a fraction) 0-1."""
         doc = self.obj(value, where)
-        chans = []
+        chans: list[float | None] = []
         for ch in "rgba":
             if ch not in doc and ch == "a":
                 chans.append(None)

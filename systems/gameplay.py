@@ -90,7 +90,8 @@ def player_control(world: World, dt: float) -> None:
                 shots = [pos["x"][firing] + facing * 0.8, pos["y"][firing] + 0.2,
                          facing * PROJECTILE_SPEED, q.entities[firing].copy()]
     if shots:
-        spawn_projectiles(world, *shots)
+        x, y, vx, owners = shots
+        spawn_projectiles(world, x, y, vx, owners)
 
 
 def patrol(world: World, dt: float) -> None:

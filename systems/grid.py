@@ -12,7 +12,8 @@ from ecs_engine.components import Collider, Position, Solid
 CACHE_KEY = "systems.static_grid"
 
 
-def box_edges(pos: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, ...]:
+def box_edges(pos: np.ndarray,
+              col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(left, bottom, right, top) in world units of boxes from Position (centre) and
     Collider (full size) rows."""
     hw, hh = col["w"] * 0.5, col["h"] * 0.5

@@ -171,8 +171,10 @@ class WorldRenderer:
         for layer in self._layers:
             layer.release()
         ordered = sorted(visuals, key=lambda v: v.z)  # sorted() is stable: file order on ties
-        self._layers = [TextureLayer(v.image, *(float(c) for c in v.rect), self._ctx)
-                        for v in ordered]
+        self._layers = []
+        for v in ordered:
+            left, bottom, width, height = (float(c) for c in v.rect)
+            self._layers.append(TextureLayer(v.image, left, bottom, width, height, self._ctx))
 
     @property
     def layer_count(self) -> int:

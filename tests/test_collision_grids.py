@@ -151,7 +151,8 @@ def test_general_grid_matches_brute_force(seed: int, axis: str, n_boxes: int) ->
     bottom = rng.uniform(-10, 10, n_boxes)
     boxes = np.stack([left, bottom, left + rng.uniform(0.05, 6, n_boxes),
                       bottom + rng.uniform(0.05, 6, n_boxes)], axis=1)
-    grid = StaticGrid.build(*boxes.T, cell=float(rng.choice([0.5, 2.0, 4.0])))
+    left_, bottom_, right_, top_ = boxes.T
+    grid = StaticGrid.build(left_, bottom_, right_, top_, cell=float(rng.choice([0.5, 2.0, 4.0])))
     x, y, hw, hh, move = movers(rng, 50, -10, 16, -10, 16)
     move *= rng.choice([1.0, 5.0])  # the general rule holds for long moves too
     args = ((x - hw, x + hw, y - hh, y + hh, move) if axis == "x"

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ecs_engine import World
+from ecs_engine import Entity, World
 from ecs_engine.components import Bouncer, Collider, Color, Player, Position, Solid
 from ecs_engine.components.prefabs import PLAYER_RGBA
 from ecs_engine.demo import Game, state_hash
@@ -65,7 +65,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 def test_state_hash_sees_row_order_values_keys_and_resources() -> None:
-    def two_boxes() -> tuple[World, list[int]]:
+    def two_boxes() -> tuple[World, list[Entity]]:
         w = World(seed=1)
         keys = [w.spawn(Position(x=float(i), y=0.0), Collider()) for i in range(2)]
         return w, keys

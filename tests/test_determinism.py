@@ -33,7 +33,7 @@ class Link:
 
 @component
 class Bag:
-    items: field(np.int16, shape=3)
+    items: np.ndarray = field(np.int16, shape=3)
 
 
 @component

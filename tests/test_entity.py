@@ -1,6 +1,7 @@
 """Entity keys and the slot map: packing, LIFO reuse, generations, stale-key detection."""
 
 import re
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -237,7 +238,7 @@ def test_is_alive_is_false_for_ints_that_are_not_live_keys() -> None:
     world = World()
     e = world.spawn()
     assert world.is_alive(e) and world.is_alive(np.uint64(e)) and world.is_alive(Entity(e))
-    assert world.is_alive(np.int64(e)) and world.is_alive(np.array(e))
+    assert world.is_alive(np.int64(e)) and world.is_alive(cast(Any, np.array(e)))  # 0-d
     for bad in (NULL, -1, 1 << 64, 1 << 70, e + (1 << 32), np.uint64(e + 1)):
         assert world.is_alive(bad) is False
         assert world.has(bad, Health) is False

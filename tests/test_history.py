@@ -128,6 +128,7 @@ def test_nbytes_counts_shared_arrays_once() -> None:
     history = History(capacity=50)
     history.record(world)
     full = history.nbytes
+    assert history.latest is not None
     assert full == unique_bytes(history) == history.latest.nbytes
     for _ in range(5):
         advance(world)
@@ -150,6 +151,7 @@ def test_nbytes_after_eviction_releases_only_unshared_arrays() -> None:
         advance(world)
         assert history.nbytes == unique_bytes(history)
     static = world.snapshot().store("Static").data
+    assert history.latest is not None
     assert any(a is static for a in history.latest.arrays())  # still shared, still counted
 
 

@@ -31,9 +31,11 @@ from ecs_engine.components import (
 )
 from ecs_engine.levels import LevelError, load_level, partition, plan_level, read_level_file
 from ecs_engine.levels.colors import pack_image, parse_hex
+from ecs_engine.levels.format import LayerKind
 from ecs_engine.levels.images import PNG_SIGNATURE
 from ecs_engine.levels.loader import resolve_prefab
 from ecs_engine.levels.make_levels import LevelSource, save_png, write_level
+from ecs_engine.levels.partition import Method
 
 REAL_LEVELS = Path(__file__).resolve().parents[2] / "shared" / "levels-real"
 
@@ -174,7 +176,9 @@ def expected_counts(path: Path) -> tuple[dict[str, int], int]:
     reg = stock_prefabs()
     counts: dict[str, int] = {}
     rects = 0
-    for kind, rules in (("geometry", lf.tile_colors), ("sprites", lf.sprite_colors)):
+    kinds: tuple[tuple[LayerKind, Any], ...] = (("geometry", lf.tile_colors),
+                                                ("sprites", lf.sprite_colors))
+    for kind, rules in kinds:
         for spec in lf.layers_of(kind):
             rgba = np.asarray(Image.open(lf.folder / spec.file).convert("RGBA"))
             packed = pack_image(rgba)
@@ -616,7 +620,7 @@ def _ldtk_images() -> list[Path]:
 
 @pytest.mark.skipif(not _ldtk_images(), reason=f"real LDtk levels not found in {REAL_LEVELS}")
 @pytest.mark.parametrize("method", ["greedy", "exact"])
-def test_real_ldtk_geometry(tmp_path: Path, method: str) -> None:
+def test_real_ldtk_geometry(tmp_path: Path, method: Method) -> None:
     tiles = ["ground", "grass", "brick", "stone"]
     checked = 0
     for i, png in enumerate(_ldtk_images()):

@@ -16,7 +16,7 @@ from tests.world_state import world_state
 class UnitV1:
     hp: np.int16 = 10
     speed: np.float32 = 1.5
-    slots: field(np.uint8, shape=3)
+    slots: np.ndarray = field(np.uint8, shape=3)
 
 
 def saved_v1() -> tuple[bytes, np.ndarray]:
@@ -49,8 +49,8 @@ def test_added_field_takes_its_default() -> None:
         hp: np.int16 = 10
         armor: np.int32 = 7
         speed: np.float32 = 1.5
-        slots: field(np.uint8, shape=3)
-        tags: field(np.uint8, shape=2, default=9)
+        slots: np.ndarray = field(np.uint8, shape=3)
+        tags: np.ndarray = field(np.uint8, shape=2, default=9)
 
     world = load_into(UnitV2)
     rows = world.store(UnitV2).live()
@@ -63,7 +63,7 @@ def test_removed_field_is_dropped_with_a_warning() -> None:
     @component(name="Unit")
     class UnitV3:
         hp: np.int16 = 10
-        slots: field(np.uint8, shape=3)
+        slots: np.ndarray = field(np.uint8, shape=3)
 
     with pytest.warns(SchemaChangeWarning, match="'Unit'.*'speed'"):
         world = load_into(UnitV3)
@@ -75,7 +75,7 @@ def test_widened_dtype_is_cast() -> None:
     class UnitV4:
         hp: np.int64 = 10
         speed: np.float64 = 1.5
-        slots: field(np.uint16, shape=3)
+        slots: np.ndarray = field(np.uint16, shape=3)
 
     world = load_into(UnitV4)
     rows = world.store(UnitV4).live()
@@ -87,7 +87,7 @@ def test_widened_dtype_is_cast() -> None:
 def test_reordered_fields_are_matched_by_name() -> None:
     @component(name="Unit")
     class UnitV5:
-        slots: field(np.uint8, shape=3)
+        slots: np.ndarray = field(np.uint8, shape=3)
         speed: np.float32 = 1.5
         hp: np.int16 = 10
 
@@ -121,7 +121,7 @@ def test_shape_change_is_an_error() -> None:
     class UnitShape:
         hp: np.int16 = 10
         speed: np.float32 = 1.5
-        slots: field(np.uint8, shape=4)
+        slots: np.ndarray = field(np.uint8, shape=4)
 
     with pytest.raises(SaveFileError, match=r"'slots': saved with shape \(3,\).*\(4,\)"):
         load_into(UnitShape)
@@ -130,9 +130,9 @@ def test_shape_change_is_an_error() -> None:
 def test_scalar_to_array_field_is_a_shape_change() -> None:
     @component(name="Unit")
     class UnitShape2:
-        hp: field(np.int16, shape=2)
+        hp: np.ndarray = field(np.int16, shape=2)
         speed: np.float32 = 1.5
-        slots: field(np.uint8, shape=3)
+        slots: np.ndarray = field(np.uint8, shape=3)
 
     with pytest.raises(SaveFileError, match=r"'hp': saved with shape \(\)"):
         load_into(UnitShape2)
@@ -150,7 +150,7 @@ def test_failed_migration_emits_no_warning_and_changes_nothing() -> None:
     @component(name="Unit")
     class UnitMixed:
         hp: np.int8 = 0  # narrowing: an error
-        slots: field(np.uint8, shape=3)  # speed removed: would warn
+        slots: np.ndarray = field(np.uint8, shape=3)  # speed removed: would warn
 
     data, _ = saved_v1()
     world = World()

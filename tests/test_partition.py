@@ -16,6 +16,7 @@ from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 
 from ecs_engine.levels import RECT_DTYPE, partition
+from ecs_engine.levels.partition import Method
 from tests.thesis_partition import thesis_greedy
 
 # The module, not the function that ``levels`` re-exports under the same name.
@@ -137,7 +138,7 @@ def blobby_grids(draw: st.DrawFn) -> NDArray[np.int64]:
 
 @FAST
 @given(grid=st.one_of(grids(), blobby_grids()), method=st.sampled_from(["greedy", "exact"]))
-def test_exact_cover_no_mixing(grid: NDArray[np.int64], method: str) -> None:
+def test_exact_cover_no_mixing(grid: NDArray[np.int64], method: Method) -> None:
     assert_partition(grid, partition(grid, method=method), background=0)
 
 
@@ -149,9 +150,9 @@ def test_exact_cover_no_mixing(grid: NDArray[np.int64], method: str) -> None:
     method=st.sampled_from(["greedy", "exact"]),
 )
 def test_background_and_dtypes(
-    grid: NDArray[np.int64], background: int, dtype: type, method: str
+    grid: NDArray[np.int64], background: int, dtype: type, method: Method
 ) -> None:
-    typed = grid.astype(dtype)
+    typed: NDArray[np.integer] = grid.astype(dtype)
     rects = partition(typed, method=method, background=background)
     assert_partition(typed.astype(np.int64), rects, background=background)
 
@@ -176,7 +177,7 @@ def test_greedy_row_dropping_either_way(
 ) -> None:
     # Greedy merges only the distinct rows when enough rows repeat the row above; forcing
     # either path must not change the output. Odd widths exercise every row-word size.
-    typed = grid.astype(dtype)
+    typed: NDArray[np.integer] = grid.astype(dtype)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(partition_module, "_MIN_REPEATED_ROWS", 0.0 if drop_rows else 2.0)
         fast = partition(typed, method="greedy")
@@ -203,7 +204,7 @@ def test_greedy_large_levels(block: int, popcount: bool) -> None:
     rng = np.random.default_rng(block)
     shape = (-(-203 // block), -(-173 // block))
     coarse = np.where(rng.random(shape) < 0.45, rng.integers(1, 4, shape), 0)
-    grid = np.kron(coarse.astype(np.uint8), np.ones((block, block), np.uint8))[:203, :173]
+    grid = np.kron(coarse, np.ones((block, block), np.uint8))[:203, :173].astype(np.uint8)
     with pytest.MonkeyPatch.context() as mp:
         if not popcount:
             mp.delattr(np, "bitwise_count", raising=False)
@@ -285,13 +286,13 @@ def test_exact_large_square_with_hole() -> None:
 
 @pytest.mark.parametrize("method", ["greedy", "exact"])
 @pytest.mark.parametrize("shape", [(0, 0), (0, 5), (4, 0)])
-def test_empty_grid(method: str, shape: tuple[int, int]) -> None:
+def test_empty_grid(method: Method, shape: tuple[int, int]) -> None:
     rects = partition(np.zeros(shape, dtype=np.int32), method=method)
     assert rects.dtype == RECT_DTYPE and rects.size == 0
 
 
 @pytest.mark.parametrize("method", ["greedy", "exact"])
-def test_all_background(method: str) -> None:
+def test_all_background(method: Method) -> None:
     assert partition(np.full((5, 7), 4), method=method, background=4).size == 0
     assert partition(np.zeros((5, 7), dtype=np.uint8), method=method).size == 0
 
@@ -314,9 +315,10 @@ def test_validation(grid: NDArray[np.generic], method: str, match: str) -> None:
 def test_deterministic() -> None:
     rng = np.random.default_rng(7)
     grid = np.kron(rng.integers(0, 3, (12, 12)), np.ones((4, 3), dtype=np.int64))
-    for method in ("greedy", "exact"):
-        first = partition(grid, method=method)  # type: ignore[arg-type]
-        np.testing.assert_array_equal(first, partition(grid.copy(), method=method))  # type: ignore[arg-type]
+    methods: tuple[Method, ...] = ("greedy", "exact")
+    for method in methods:
+        first = partition(grid, method=method)
+        np.testing.assert_array_equal(first, partition(grid.copy(), method=method))
 
 
 # ---------------------------------------------------------------------------------------------

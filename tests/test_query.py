@@ -19,7 +19,7 @@ class Velocity:
 
 @component
 class Ammo:
-    kinds: field(np.uint8, shape=4)
+    kinds: np.ndarray = field(np.uint8, shape=4)
     count: np.uint8 = 0
 
 

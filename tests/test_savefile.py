@@ -53,7 +53,7 @@ class Target:
 
 @component
 class Inventory:
-    items: field(np.uint16, shape=(2, 3))
+    items: np.ndarray = field(np.uint16, shape=(2, 3))
     full: np.bool_ = False
 
 
@@ -304,7 +304,7 @@ class Mode(IntEnum):
     (np.array(["a"]), "resources['bad']: a numpy.ndarray"),
     (np.array([None]), "resources['bad']: a numpy.ndarray"),
     (bytearray(b"x"), "resources['bad']: a builtins.bytearray"),
-    (np.ma.masked_array([1, 2], mask=[0, 1]), "resources['bad']: a numpy.ma.MaskedArray"),
+    (np.ma.masked_array([1, 2], mask=[False, True]), "resources['bad']: a numpy.ma.MaskedArray"),
 ])
 def test_unsupported_resource_types_are_a_type_error(value: Any, where: str,
                                                      tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ class Target:
 
 @component
 class Inventory:
-    items: field(np.uint16, shape=4)
+    items: np.ndarray = field(np.uint16, shape=4)
     count: np.uint8 = 0
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ecs_engine import Snapshot, World
+from ecs_engine import Entity, Snapshot, World
 from tests.test_determinism import TYPES, Bag, Flag, Link, Pos, Vel, programs, run
 from tests.world_state import world_state
 
@@ -26,7 +26,7 @@ def model(world: World) -> Any:
     return world_state(world)
 
 
-def two_boxes(seed: int = 1) -> tuple[World, list[int]]:
+def two_boxes(seed: int = 1) -> tuple[World, list[Entity]]:
     w = World(seed=seed)
     keys = [w.spawn(Pos(x=float(i), y=0.0), Vel()) for i in range(2)]
     return w, keys

@@ -1,6 +1,7 @@
 """World: spawn/despawn/add/remove (single and batch), reads, groups, systems, rng, isolation."""
 
 from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -34,7 +35,7 @@ class Velocity:
 
 @component
 class Ammo:
-    kinds: field(np.uint8, shape=8)
+    kinds: np.ndarray = field(np.uint8, shape=8)
     count: np.uint8 = 0
 
 
@@ -558,7 +559,7 @@ def test_owning_groups_stay_aligned_under_random_churn(
         ctype = types[r % 4]
         if op == "spawn" or not keys:
             chosen = [t for t in types if rnd.random() < 0.6]
-            e = world.spawn(*(t() for t in chosen))
+            e: int = world.spawn(*(t() for t in chosen))
             model[e] = dict.fromkeys(chosen, 0.0)
             if Position in chosen:
                 world.get(e, Position)["x"] = float(e % 1000)
@@ -653,6 +654,6 @@ def test_keys_must_be_integers_not_floats() -> None:
     world = World()
     e = world.spawn(Position())
     with pytest.raises(TypeError, match="is not an entity key"):
-        world.get(float(e), Position)
+        world.get(cast(Any, float(e)), Position)
     with pytest.raises(TypeError):
         world.count(int)

@@ -54,7 +54,7 @@ class Link:
 
 @component
 class Inv:
-    items: field(np.uint8, shape=4)  # a fixed-size container per row
+    items: np.ndarray = field(np.uint8, shape=4)  # a fixed-size container per row
     count: np.int32 = 0
 
 
@@ -111,7 +111,7 @@ class WorldMachine(RuleBasedStateMachine):
 
     def alloc(self, n: int) -> list[int]:
         """Predict the next ``n`` keys (LIFO reuse, then fresh slots at generation 1)."""
-        keys = []
+        keys: list[int] = []
         for _ in range(n):
             if self.free:
                 slot = self.free.pop()
@@ -232,7 +232,9 @@ class WorldMachine(RuleBasedStateMachine):
     def spawn_batch(self, data: st.DataObject, n: int) -> None:
         self.step()
         chosen = data.draw(st.lists(st.sampled_from(TYPES), unique=True, max_size=4))
-        comps, rows, any_batched = [], [{} for _ in range(n)], False
+        comps: list[object] = []
+        rows: list[dict[str, Any]] = [{} for _ in range(n)]
+        any_batched = False
         for ctype in chosen:
             comp, per_row, batched = self.draw_batch(data, ctype, n)
             comps.append(comp)
@@ -468,7 +470,7 @@ class WorldMachine(RuleBasedStateMachine):
                         comps.append(comp)
                         values[NAME[ctype]] = vals
                     expected = self.alloc(1)  # keys are handed out at once
-                    e = self.world.spawn(*comps)
+                    e: int = self.world.spawn(*comps)
                     self.check_new_keys([e], expected)
                     assert self.world.is_alive(e)
                     assert not any(self.world.has(e, t) for t in TYPES)  # not attached yet

@@ -46,7 +46,21 @@ def run(root: Path | None = None) -> tuple[int, str]:
     root = root or REPO / ".venv" / "typecheck"
     targets = build_tree(root)
     args = ["--config-file", str(REPO / "pyproject.toml"),
-            "--cache-dir", str(root.parent / "mypy_cache"), *[str(root / t) for t in targets]]
+            "--cache-dir", str(REPO / ".venv" / "mypy_cache"), *[str(root / t) for t in targets]]
+    stdout, stderr, status = api.run(args)
+    return status, stdout + stderr
+
+
+def check_snippet(source: str, root: Path | None = None) -> tuple[int, str]:
+    """Type-check one module of user code against the package: (exit status, report)."""
+    from mypy import api
+
+    root = root or REPO / ".venv" / "typecheck_snippet"
+    build_tree(root)
+    module = root / "snippet.py"
+    module.write_text(source)
+    args = ["--config-file", str(REPO / "pyproject.toml"),
+            "--cache-dir", str(REPO / ".venv" / "mypy_cache"), str(module)]
     stdout, stderr, status = api.run(args)
     return status, stdout + stderr
 
