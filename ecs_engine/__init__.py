@@ -1,8 +1,10 @@
 """ecs_engine: a columnar Entity-Component-System for Python games."""
 
+from ecs_engine.blueprint import Blueprint, DanglingRef, Instance
 from ecs_engine.component import ComponentSchema, FieldSpec, component, field, schema_of
 from ecs_engine.entity import NULL, Entity, key_generation, key_slot, make_key
 from ecs_engine.group import Group
+from ecs_engine.hierarchy import ChildOf, depth_levels
 from ecs_engine.history import History
 from ecs_engine.migrate import SchemaChangeWarning
 from ecs_engine.prefab import Param, Prefab, PrefabError, PrefabRegistry
@@ -18,13 +20,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "NULL",
+    "Blueprint",
+    "ChildOf",
     "ComponentSchema",
     "ComponentStore",
+    "DanglingRef",
     "DesyncError",
     "Entity",
     "FieldSpec",
     "Group",
     "History",
+    "Instance",
     "Param",
     "Prefab",
     "PrefabError",
@@ -42,6 +48,7 @@ __all__ = [
     "World",
     "__version__",
     "component",
+    "depth_levels",
     "field",
     "key_generation",
     "key_slot",

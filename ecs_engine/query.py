@@ -9,6 +9,7 @@ import numpy as np
 
 from ecs_engine.component import schema_of
 from ecs_engine.entity import key_slots
+from ecs_engine.hierarchy import ChildOf
 from ecs_engine.storage import ComponentStore
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class Query:
                  readonly: Iterable[type] = ()) -> None:
         types_t = tuple(types)
         readonly_t = tuple(readonly)
+        if ChildOf in types_t and ChildOf not in readonly_t:
+            readonly_t += (ChildOf,)  # parent links change through world.set_parent only
         for t in readonly_t:
             if t not in types_t:
                 types_t += (t,)

@@ -276,6 +276,21 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
     del types
 
 
+def _validate_hierarchy(snap: Snapshot, rows: np.ndarray) -> None:
+    """Parent links of a foreign snapshot: alive parents, no cycle, consistent depths."""
+    from ecs_engine.entity import SLOT_BITS
+    from ecs_engine.hierarchy import check_loaded
+    from ecs_engine.savefile import SaveFileError
+
+    table = snap.slots
+    slots = np.flatnonzero(table.alive).astype(np.uint64)
+    alive = (table.generations[slots.astype(np.int64)].astype(np.uint64) << np.uint64(SLOT_BITS))
+    alive |= slots
+    problem = check_loaded(snap.store("ChildOf").entities, rows, np.sort(alive))
+    if problem is not None:
+        raise SaveFileError(f"component 'ChildOf': {problem}")
+
+
 def _rng_for(world: World, snap: Snapshot) -> np.random.Generator:
     """The generator that will hold ``snap``'s rng state: ``world.rng`` when its bit
     generator has the saved type, else a new one of that type (state checked here, so
@@ -317,8 +332,10 @@ def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
 
 def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> None:
     """Make the world's state equal to ``snap``; validates everything before changing it."""
+    from ecs_engine.blueprint import BLUEPRINT_MARKER
     from ecs_engine.component import schema_of
     from ecs_engine.group import Group
+    from ecs_engine.hierarchy import BUILTIN_COMPONENTS
     from ecs_engine.migrate import migrate_rows
     from ecs_engine.savefile import SaveFileError
     from ecs_engine.storage import key_slots_view
@@ -328,7 +345,10 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     own = snap.origin is world._versions
     types: dict[str, type] = {}
     for s in snap.stores:
-        ctype = world._types_by_name.get(s.name) or s.ctype
+        ctype = world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
+        if s.name == BLUEPRINT_MARKER:
+            raise SaveFileError("this is a blueprint, not a world save: load it with "
+                                "world.instantiate(Blueprint.load(path))")
         if ctype is None:
             raise SaveFileError(f"unknown component {s.name!r}: register its type first "
                                 f"(world.register({s.name}))")
@@ -339,6 +359,8 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     datas = {} if own else {
         s.name: migrate_rows(s.name, s.data, schema_of(types[s.name])) for s in snap.stores
     }
+    if "ChildOf" in datas:
+        _validate_hierarchy(snap, datas["ChildOf"])
     for ctype in types.values():  # registering can fail (name clash): before any change
         world._store(ctype)
 

@@ -11,9 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from ecs_engine import hierarchy
+from ecs_engine.blueprint import Blueprint, Instance, extract, instantiate
 from ecs_engine.component import ComponentBase, component_values, detached, schema_of
 from ecs_engine.entity import (
     KEY_DTYPE,
+    NULL,
     Entity,
     KeyLike,
     as_key,
@@ -23,6 +26,7 @@ from ecs_engine.entity import (
     key_str,
 )
 from ecs_engine.group import Group
+from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.query import Query
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
@@ -61,6 +65,8 @@ class World:
         self._open_queries = 0
         self._deferred: list[Callable[[], None]] = []
         self._pending_despawn: set[int] = set()
+        self._flushing = False
+        self._hierarchy = HierarchyIndex()  # children by parent, derived from ChildOf
         self.auto_group = auto_group
         self._restore_callbacks: list[Callable[[World, RestoreEvent], Any]] = []
         self._last_snapshot: weakref.ref[Snapshot] | None = None
@@ -166,11 +172,18 @@ class World:
         comps, count = self._parse(components, "spawn")
         if count not in (None, 1):
             raise ValueError(f"spawn: got a batch of {count}; use spawn_batch for batches")
+        linked = False
         for comp in comps:  # create stores now so a bad type fails before allocating
-            self._store(type(comp))
+            ctype = type(comp)
+            linked |= ctype is ChildOf
+            self._store(ctype)
+        if linked:
+            comps, parents = self._split_parents(comps, 1, "spawn")
         comps = self._snapshot_values(comps)
         keys, first = self._allocate(1)
         self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
+        if linked:
+            self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn"))
         return Entity(int(keys[0]))
 
     def spawn_batch(self, *components: Any, count: int | None = None) -> np.ndarray:
@@ -184,11 +197,18 @@ class World:
             raise ValueError(f"spawn_batch: count={count} but the batch has {n} rows")
         if n < 0:
             raise ValueError(f"spawn_batch: count must be >= 0, got {n}")
+        linked = False
         for comp in comps:
-            self._store(type(comp))
+            ctype = type(comp)
+            linked |= ctype is ChildOf
+            self._store(ctype)
+        if linked:
+            comps, parents = self._split_parents(comps, n, "spawn_batch")
         comps = self._snapshot_values(comps)
         keys, first = self._allocate(n)
         self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
+        if linked:
+            self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn_batch"))
         keys.flags.writeable = False  # the caller's copy; stores hold their own
         return keys
 
@@ -197,14 +217,14 @@ class World:
         key = self._check_alive(entity, "despawn")
         keys = np.array([key], KEY_DTYPE)
         if self._deferring:
-            self._pending_despawn.add(key)
+            self._pending_despawn.update(hierarchy.with_descendants(self, keys).tolist())
         self._run_or_defer(lambda: self._destroy(keys))
 
     def despawn_batch(self, keys: Any) -> None:
         """Destroy many entities. ``KeyError`` (nothing destroyed) if any is not alive."""
         arr = self._check_alive_batch(keys, "despawn_batch").copy()
         if self._deferring:
-            self._pending_despawn.update(int(k) for k in arr)
+            self._pending_despawn.update(hierarchy.with_descendants(self, arr).tolist())
         self._run_or_defer(lambda: self._destroy(arr))
 
     def add(self, entity: KeyLike, comp: Any) -> None:
@@ -213,6 +233,9 @@ class World:
         ctype, _, count = component_values(comp)
         if count not in (None, 1):
             raise ValueError(f"add: got a batch of {count}; use add_batch")
+        if ctype is ChildOf:  # the parent link has invariants: it goes through set_parent
+            self.set_parent(key, comp.parent)
+            return
         self._store(ctype)
         keys = np.array([key], KEY_DTYPE)
         comps = self._snapshot_values([comp])
@@ -224,6 +247,9 @@ class World:
         ctype, _, count = component_values(comp)
         if count is not None and count != len(arr):
             raise ValueError(f"add_batch: {len(arr)} keys but a batch of {count}")
+        if ctype is ChildOf:
+            self.set_parent(arr, comp.parent)
+            return
         self._store(ctype)
         comps = self._snapshot_values([comp])
         self._run_or_defer(lambda: self._attach(arr, comps))
@@ -235,6 +261,9 @@ class World:
         if not self._deferring and not self.has(key, ctype):
             raise KeyError(f"remove: {key_str(key)} has no {name}")
         keys = np.array([key], KEY_DTYPE)
+        if ctype is ChildOf:  # detaching keeps the subtree's depths right
+            self.set_parent(keys, NULL)
+            return
 
         def run() -> None:
             if not self.has(key, ctype):
@@ -247,6 +276,14 @@ class World:
         """Detach a component from many entities (all must have it)."""
         arr = self._check_alive_batch(keys, "remove_batch").copy()
         name = schema_of(ctype).name
+        if ctype is ChildOf:
+            store = self._stores.get(ChildOf)
+            rows = store.rows_of(key_slots(arr)) if store else np.full(len(arr), -1)
+            if not self._deferring and (rows < 0).any():
+                first = int(arr[np.flatnonzero(rows < 0)[0]])
+                raise KeyError(f"remove_batch: {key_str(first)} has no {name}")
+            self.set_parent(arr, NULL)
+            return
 
         def run() -> None:
             store = self._stores.get(ctype)
@@ -272,6 +309,8 @@ class World:
     def _attach(self, keys: np.ndarray, comps: Iterable[Any], fresh: bool = False,
                 first_slot: int | None = None) -> None:
         """Write components onto ``keys``; ``fresh`` keys (just spawned) have none yet."""
+        if self._flushing and not fresh:
+            self._check_still_alive(keys, "add (deferred)")
         slots = None if fresh else key_slots(keys)
         for comp in comps:
             store = self._store(type(comp))
@@ -307,6 +346,7 @@ class World:
         store.remove_rows(store.rows_of(key_slots(keys)))
 
     def _destroy(self, keys: np.ndarray) -> None:
+        keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
         slots = key_slots(keys)
         for store in self._stores.values():
             if store.n == 0:
@@ -369,6 +409,90 @@ class World:
             return 0
         return store.n
 
+    # -- hierarchy and blueprints ---------------------------------------------------------
+    def _parent_keys(self, parent: Any, n: int, op: str) -> np.ndarray:
+        """``parent`` (one key for all, or one per child) as checked uint64 keys."""
+        if np.ndim(parent) == 0:
+            if as_key(parent, f"{op} (parent)") == NULL:
+                return np.zeros(n, KEY_DTYPE)
+            return np.full(n, self._check_alive(parent, f"{op} (parent)"), KEY_DTYPE)
+        arr = as_keys(parent)
+        if len(arr) != n:
+            raise ValueError(f"{op}: {n} children but {len(arr)} parents")
+        linked = arr != NULL
+        alive = self._slots.alive_mask(arr) | ~linked
+        if self._pending_despawn and linked.any():
+            alive &= ~np.isin(arr, np.fromiter(self._pending_despawn, KEY_DTYPE))
+        if not alive.all():
+            first = int(np.flatnonzero(~alive)[0])
+            self._check_alive(int(arr[first]), f"{op} (parent at index {first})")
+        return arr.copy()
+
+    def _split_parents(self, comps: list[Any], n: int, op: str) -> tuple[list[Any], np.ndarray]:
+        """Take the ``ChildOf`` out of a spawn's components; return the parent keys."""
+        link = next(c for c in comps if type(c) is ChildOf)
+        parents = np.broadcast_to(as_keys(link.parent), (n,)) if n else np.zeros(0, KEY_DTYPE)
+        return [c for c in comps if c is not link], self._parent_keys(parents, n, op)
+
+    def _check_still_alive(self, keys: np.ndarray, op: str) -> None:
+        """At flush time: a key alive at the call may since have gone with its subtree."""
+        alive = self._slots.alive_mask(keys)
+        if not alive.all():
+            key = int(keys[np.flatnonzero(~alive)[0]])
+            raise KeyError(f"{op}: {self._slots.why_dead(key)} (despawned earlier in the "
+                           f"same query block, e.g. with an ancestor)")
+
+    def _apply_parents(self, children: np.ndarray, parents: np.ndarray, op: str) -> None:
+        if self._flushing:
+            self._check_still_alive(children, f"{op} (deferred)")
+            self._check_still_alive(parents[parents != NULL], f"{op} (deferred, parent)")
+        hierarchy.apply_parents(self, children, parents)
+
+    def set_parent(self, child: Any, parent: Any = NULL) -> None:
+        """Make ``child`` (a key or an array of keys) a child of ``parent`` (one key, or
+        one per child; NULL detaches). A child that already has this parent keeps its
+        place; one that moves goes last among its new siblings. ``KeyError`` names a dead
+        key, ``ValueError`` a cycle (an entity under its own descendant); nothing changes
+        then. Deferred inside a query block."""
+        children = self._check_alive_batch(child, "set_parent").copy()
+        parents = self._parent_keys(parent, len(children), "set_parent")
+        self._run_or_defer(lambda: self._apply_parents(children, parents, "set_parent"))
+
+    def parent(self, entity: int) -> Entity:
+        """The parent of ``entity``, NULL for a root."""
+        key = self._check_alive(entity, "parent")
+        return Entity(int(hierarchy.parent_of(self, np.array([key], KEY_DTYPE))[0]))
+
+    def children(self, entity: int) -> np.ndarray:
+        """The children of ``entity`` (uint64 keys) in the order they were attached."""
+        key = self._check_alive(entity, "children")
+        idx = hierarchy.index(self)
+        if idx is None:
+            return np.zeros(0, KEY_DTYPE)
+        return idx.children_of(np.array([key], KEY_DTYPE))
+
+    def descendants(self, entity: int) -> np.ndarray:
+        """Every entity below ``entity`` (uint64 keys), breadth-first: its children in
+        attach order, then theirs, level by level."""
+        key = self._check_alive(entity, "descendants")
+        idx = hierarchy.index(self)
+        if idx is None:
+            return np.zeros(0, KEY_DTYPE)
+        return idx.descendants(np.array([key], KEY_DTYPE))
+
+    def extract(self, keys: Any, descendants: bool = True) -> Blueprint:
+        """Copy entities (every component; their subtrees unless ``descendants=False``)
+        into a self-contained :class:`Blueprint`. The world is not changed."""
+        return extract(self, keys, descendants)
+
+    def instantiate(self, blueprint: Blueprint, parent: int = NULL) -> Instance:
+        """Spawn a copy of ``blueprint`` under fresh keys (allocated in bulk) and return
+        the :class:`Instance`. ``Entity`` fields that point inside the blueprint are
+        remapped to the new keys; others become NULL and are listed in
+        ``inst.dangling``. The blueprint's roots become children of ``parent`` (unless
+        NULL). All or nothing: ``SaveFileError``/``KeyError`` leave the world unchanged."""
+        return instantiate(self, blueprint, parent)
+
     # -- queries ------------------------------------------------------------------------
     def query(self, *types: type, without: Iterable[type] = (),
               readonly: Iterable[type] = ()) -> Query:
@@ -421,11 +545,15 @@ class World:
     def _flush(self) -> None:
         ops, self._deferred = self._deferred, []
         error: Exception | None = None
-        for op in ops:
-            try:
-                op()
-            except Exception as exc:  # run the rest; report the first failure
-                error = error or exc
+        self._flushing = True
+        try:
+            for op in ops:
+                try:
+                    op()
+                except Exception as exc:  # run the rest; report the first failure
+                    error = error or exc
+        finally:
+            self._flushing = False
         self._pending_despawn.clear()
         if error is not None:
             raise error
