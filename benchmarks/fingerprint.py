@@ -62,7 +62,8 @@ def world_arrays(world: World, parts: str = "state", like: Snapshot | None = Non
     (data chunks as one array). With ``parts="all"``, a store's slot index is included
     where ``like`` (a snapshot) kept one."""
     slots = world._slots
-    stores = list(world._stores.values())
+    # Stores by name, the order save files use (and snapshot_arrays lists them in).
+    stores = sorted(world._stores.values(), key=lambda s: s.schema.name)
     if parts == "data":
         return [s.data[: s.n] for s in stores]
     hw = slots.high_water
@@ -78,10 +79,11 @@ def world_arrays(world: World, parts: str = "state", like: Snapshot | None = Non
 
 def snapshot_arrays(snap: Snapshot, parts: str = "state") -> list[np.ndarray]:
     """The snapshot's arrays in the order :func:`world_arrays` lists the live ones."""
+    stores = sorted(snap.stores, key=lambda s: s.name)  # file order, whatever the source
     if parts == "data":
-        return [s.data for s in snap.stores]
+        return [s.data for s in stores]
     out = [snap.slots.generations, snap.slots.alive, snap.slots.free]
-    for s in snap.stores:
+    for s in stores:
         out += [s.data, s.entities]
         if s.sparse is not None and parts == "all":
             out.append(s.sparse)

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 import numpy as np
 
 from ecs_engine.component import schema_of
-from ecs_engine.entity import KEY_DTYPE, NULL, Entity, as_key, as_keys, key_slots, key_str
+from ecs_engine.entity import (
+    KEY_DTYPE,
+    NULL,
+    Entity,
+    KeyLike,
+    as_key,
+    as_keys,
+    key_slots,
+    key_str,
+)
 from ecs_engine.hierarchy import (
     BUILTIN_COMPONENTS,
     ChildOf,
@@ -282,7 +291,7 @@ def _write_part(world: World, part: _Part, new_keys: np.ndarray,
         flat = np.where(pos >= 0, new_keys[np.maximum(pos, 0)], NULL).astype(KEY_DTYPE)
         col[...] = flat.reshape(col.shape)
     if store.owner is not None:
-        store.owner.enter(keys)  # type: ignore[attr-defined]
+        store.owner.enter(keys)
 
 
 def _write_hierarchy(world: World, bp: Blueprint, child: _Part | None,
@@ -322,10 +331,10 @@ def _write_hierarchy(world: World, bp: Blueprint, child: _Part | None,
     data["depth"] = depths[members]
     data["order"] = next_order + rank
     if store.owner is not None:
-        store.owner.enter(keys)  # type: ignore[attr-defined]
+        store.owner.enter(keys)
 
 
-def instantiate(world: World, bp: Blueprint, parent: int = NULL) -> Instance:
+def instantiate(world: World, bp: Blueprint, parent: KeyLike = NULL) -> Instance:
     """Spawn a copy of the blueprint under fresh keys; see ``World.instantiate``."""
     if not isinstance(bp, Blueprint):
         raise TypeError(f"instantiate needs a Blueprint, got {type(bp).__name__}")

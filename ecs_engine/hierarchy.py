@@ -252,7 +252,7 @@ def apply_parents(world: World, children: np.ndarray, parents: np.ndarray) -> No
     data["depth"][keep_rows] = depths[new_parent != NULL]
     store.touch(np.concatenate([rows, keep_rows]))
     if new.any() and store.owner is not None:
-        store.owner.enter(kids[new])  # type: ignore[attr-defined]
+        store.owner.enter(kids[new])
 
 
 def check_loaded(entities: np.ndarray, rows: np.ndarray, alive: np.ndarray) -> str | None:

@@ -458,12 +458,12 @@ class World:
         parents = self._parent_keys(parent, len(children), "set_parent")
         self._run_or_defer(lambda: self._apply_parents(children, parents, "set_parent"))
 
-    def parent(self, entity: int) -> Entity:
+    def parent(self, entity: KeyLike) -> Entity:
         """The parent of ``entity``, NULL for a root."""
         key = self._check_alive(entity, "parent")
         return Entity(int(hierarchy.parent_of(self, np.array([key], KEY_DTYPE))[0]))
 
-    def children(self, entity: int) -> np.ndarray:
+    def children(self, entity: KeyLike) -> np.ndarray:
         """The children of ``entity`` (uint64 keys) in the order they were attached."""
         key = self._check_alive(entity, "children")
         idx = hierarchy.index(self)
@@ -471,7 +471,7 @@ class World:
             return np.zeros(0, KEY_DTYPE)
         return idx.children_of(np.array([key], KEY_DTYPE))
 
-    def descendants(self, entity: int) -> np.ndarray:
+    def descendants(self, entity: KeyLike) -> np.ndarray:
         """Every entity below ``entity`` (uint64 keys), breadth-first: its children in
         attach order, then theirs, level by level."""
         key = self._check_alive(entity, "descendants")
@@ -485,7 +485,7 @@ class World:
         into a self-contained :class:`Blueprint`. The world is not changed."""
         return extract(self, keys, descendants)
 
-    def instantiate(self, blueprint: Blueprint, parent: int = NULL) -> Instance:
+    def instantiate(self, blueprint: Blueprint, parent: KeyLike = NULL) -> Instance:
         """Spawn a copy of ``blueprint`` under fresh keys (allocated in bulk) and return
         the :class:`Instance`. ``Entity`` fields that point inside the blueprint are
         remapped to the new keys; others become NULL and are listed in

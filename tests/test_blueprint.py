@@ -25,6 +25,7 @@ from ecs_engine import (
     World,
     component,
     field,
+    schema_of,
 )
 from ecs_engine.blueprint import BLUEPRINT_MARKER
 from ecs_engine.entity import KEY_DTYPE, make_key
@@ -44,6 +45,9 @@ class Link:
 
 @component(name="BTag")
 class Tag: ...
+
+
+POS_DTYPE = schema_of(Pos).dtype
 
 
 def fresh() -> World:
@@ -223,7 +227,7 @@ def test_groups_stay_aligned_after_instantiate() -> None:
 
 def _blueprint(stores: list[StoreSnapshot], groups: tuple[tuple[str, ...], ...] = ()) -> bytes:
     snap = Snapshot(tuple(stores), World().slot_table(), groups, {}, 0,
-                    np.random.PCG64(0).state)
+                    dict(np.random.PCG64(0).state))
     return bytes(snap.to_bytes())
 
 
@@ -236,7 +240,7 @@ def _marker(keys: np.ndarray) -> StoreSnapshot:
 
 
 def _child_of(entities: np.ndarray, parents: np.ndarray) -> StoreSnapshot:
-    rows = np.zeros(len(entities), ChildOf.__component_schema__.dtype)  # type: ignore[attr-defined]
+    rows: np.ndarray = np.zeros(len(entities), schema_of(ChildOf).dtype)
     rows["parent"] = parents
     return StoreSnapshot("ChildOf", (rows,), entities)
 
@@ -244,11 +248,11 @@ def _child_of(entities: np.ndarray, parents: np.ndarray) -> StoreSnapshot:
 @pytest.mark.parametrize(("stores", "match"), [
     ([_marker(_keys(1, 1))], "listed twice"),
     ([_marker(np.array([0], KEY_DTYPE))], "NULL is listed"),
-    ([_marker(_keys(1)), StoreSnapshot("BPos", (np.zeros(1, Pos.__component_schema__.dtype),),
+    ([_marker(_keys(1)), StoreSnapshot("BPos", (np.zeros(1, POS_DTYPE),),
                                        _keys(2))], "not one of the blueprint's entities"),
     ([_marker(_keys(1, 2)), _child_of(_keys(1, 2), _keys(2, 1))], "cycle"),
     ([_marker(_keys(1)), _child_of(_keys(1), _keys(1))], "cycle"),
-    ([StoreSnapshot("BPos", (np.zeros(0, Pos.__component_schema__.dtype),), _keys())],
+    ([StoreSnapshot("BPos", (np.zeros(0, POS_DTYPE),), _keys())],
      "not a blueprint"),
 ])
 def test_forged_blueprints_are_rejected(stores: list[StoreSnapshot], match: str) -> None:

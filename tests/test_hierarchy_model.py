@@ -244,7 +244,8 @@ class HierarchyMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def snapshot_restore(self, data: st.DataObject) -> None:
         snap = self.world.snapshot()
-        if self.ents and data.draw(st.booleans(), label="mutate"):
+        mutate = data.draw(st.booleans(), label="mutate")
+        if self.ents and mutate:
             self.world.despawn(self._pick(data, "victim"))
         self.world.restore(snap)
         self.steps += 1
