@@ -94,6 +94,11 @@ class World:
             store = ComponentStore(schema, self._slots.capacity, self._versions)
             self._stores[ctype] = store
             self._types_by_name[schema.name] = ctype
+            if len(self._stores) > 1 and schema.name < max(self._types_by_name):
+                # Stores stay in name order: snapshots, save files and every walk over the
+                # stores are then the same whatever order the types were registered in.
+                self._stores = dict(sorted(self._stores.items(),
+                                           key=lambda item: item[1].schema.name))
         return store
 
     def register(self, *ctypes: type) -> None:

@@ -101,6 +101,8 @@ def test_registration_order_and_empty_stores_do_not_count() -> None:
         w.resources["x"], w.resources["y"] = 1, {"p": 1, "q": 2}
     assert a.state_hash() == b.state_hash()
     assert bytes(a.snapshot().to_bytes()) == bytes(b.snapshot().to_bytes())
+    assert a.component_types == b.component_types  # stores are kept in name order
+    assert [s.name for s in a.snapshot().stores] == sorted(t.__name__ for t in TYPES)
     c = World(seed=3)  # never registered Flag: an empty store is no state
     for t in (Vel, Bag, Pos, Link):
         c.register(t)
