@@ -2,7 +2,7 @@
 
 from ecs_engine.blueprint import Blueprint, DanglingRef, Instance
 from ecs_engine.component import ComponentSchema, FieldSpec, component, field, schema_of
-from ecs_engine.entity import NULL, Entity, key_generation, key_slot, make_key
+from ecs_engine.entity import NULL, Entity, KeyLike, format_key, key_generation, key_slot, make_key
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, depth_levels
 from ecs_engine.history import History
@@ -31,6 +31,7 @@ __all__ = [
     "Group",
     "History",
     "Instance",
+    "KeyLike",
     "Param",
     "Prefab",
     "PrefabError",
@@ -50,6 +51,7 @@ __all__ = [
     "component",
     "depth_levels",
     "field",
+    "format_key",
     "key_generation",
     "key_slot",
     "make_key",

@@ -37,9 +37,12 @@ def key_generation(key: KeyLike) -> int:
     return int(key) >> SLOT_BITS
 
 
-def key_str(key: KeyLike) -> str:
-    """Human-readable key, e.g. ``Entity(slot=3, gen=2)``."""
+def format_key(key: KeyLike) -> str:
+    """A key as people read it, e.g. ``Entity(slot=3, gen=2)`` (how errors name keys)."""
     return f"Entity(slot={key_slot(key)}, gen={key_generation(key)})"
+
+
+key_str = format_key  # the engine's internal spelling
 
 
 def as_key(value: object, op: str) -> int:
@@ -54,8 +57,20 @@ def as_key(value: object, op: str) -> int:
             raise TypeError
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
+        if isinstance(value, list | tuple) or (isinstance(value, np.ndarray) and value.ndim):
+            batch = BATCH_OF.get(op)
+            hint = (f"for many keys use world.{batch}(keys)" if batch
+                    else "many keys go through the batch functions")
+            what = "an array" if isinstance(value, np.ndarray) else f"a {type(value).__name__}"
+            raise TypeError(f"{op}: {what} of {len(value)} keys is not an entity key; "
+                            f"{hint}") from None
         raise TypeError(f"{op}: {value!r} is not an entity key (an int, e.g. from "
                         f"spawn; many keys go through the batch functions)") from None
+
+
+BATCH_OF = {"is_alive": "alive", "get": "get_batch", "try_get": "get_batch",
+            "despawn": "despawn_batch", "add": "add_batch", "remove": "remove_batch"}
+"""The vectorised counterpart of each one-key operation (named in errors)."""
 
 
 def key_slots(keys: np.ndarray) -> np.ndarray:

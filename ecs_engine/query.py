@@ -76,7 +76,7 @@ class Query:
             raise
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         try:
             for ctype, (arr, original) in self._gathered.items():
                 self._write_back(self._stores[ctype], self._rows[ctype], arr, original)
@@ -85,6 +85,34 @@ class Query:
             self._cache.clear()
             self._gathered.clear()
             self._world._end_query()
+        if isinstance(exc, ValueError):
+            clearer = self._explain(exc)
+            if clearer is not None:
+                raise clearer from exc
+
+    def _explain(self, exc: ValueError) -> ValueError | None:
+        """numpy's error inside the block, restated in the query's terms (or None).
+
+        Translating here, as the error leaves the block, costs nothing on the hot path:
+        ``q[T]`` stays a plain numpy array.
+        """
+        message = str(exc)
+        schemas = [schema_of(t) for t in self.types]
+        if message.startswith("no field of name "):
+            name = message[len("no field of name "):]
+            if any(name in s.field_names for s in schemas):
+                return None  # not one of our columns
+            listed = "; ".join(f"{s.name} ({', '.join(s.field_names) or 'a tag'})"
+                               for s in schemas)
+            return ValueError(f"no field {name!r} in this query's components: {listed}")
+        if message in ("assignment destination is read-only", "output array is read-only"):
+            if not self.readonly:
+                return None
+            names = ", ".join(schema_of(t).name for t in self.types if t in self.readonly)
+            return ValueError(f"{message}: this query declared readonly=({names}); those "
+                              f"columns cannot be written (leave a type out of readonly= "
+                              f"to write it)")
+        return None
 
     @staticmethod
     def _write_back(store: ComponentStore, rows: Any, arr: np.ndarray,

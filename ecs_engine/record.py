@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 
 class Record:
-    """``world.get(e, T)``: ``rec["x"]`` reads, ``rec["x"] = 5`` writes the live store.
+    """``world.get(e, T)``: ``rec["x"]`` or ``rec.x`` reads, ``rec["x"] = 5`` or
+    ``rec.x = 5`` writes the live store. (A field named like a method of this class,
+    e.g. ``keys``, is reached only as ``rec["keys"]``.)
 
     Every access finds the entity's row again, so a record stays correct when rows move
     (swap-removes, groups, restores) and raises ``KeyError`` once the entity or its
@@ -58,6 +60,25 @@ class Record:
         row = self._row()
         self._store.data[name][row] = arr
         self._store.touch(slice(row, row + 1))
+
+    def __getattr__(self, name: str) -> Any:
+        # only called when normal lookup fails: fields, or a typo
+        if name.startswith("__") or name in Record.__slots__:
+            raise AttributeError(name)
+        schema = self._store.schema
+        if name not in schema.field_names:
+            raise AttributeError(f"{schema.name} has no field {name!r}; fields are "
+                                 f"{list(schema.field_names)}")
+        return self[name]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in Record.__slots__:
+            object.__setattr__(self, name, value)
+        elif name in self._store.schema.field_names:
+            self[name] = value
+        else:
+            raise AttributeError(f"{self._store.schema.name} has no field {name!r}; fields "
+                                 f"are {list(self._store.schema.field_names)}")
 
     def _check_field(self, name: str) -> None:
         if name not in self._store.schema.field_names:

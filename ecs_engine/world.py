@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ecs_engine import hierarchy
+from ecs_engine.batch import alive_mask, get_batch, set_batch
 from ecs_engine.blueprint import Blueprint, Instance, extract, instantiate
 from ecs_engine.component import ComponentBase, component_values, detached, schema_of
 from ecs_engine.entity import (
@@ -67,6 +68,7 @@ class World:
         self._pending_despawn: set[int] = set()
         self._flushing = False
         self._hierarchy = HierarchyIndex()  # children by parent, derived from ChildOf
+        self._pending_spawns: list[np.ndarray] = []  # keys spawned inside a query block
         self.auto_group = auto_group
         self._restore_callbacks: list[Callable[[World, RestoreEvent], Any]] = []
         self._last_snapshot: weakref.ref[Snapshot] | None = None
@@ -186,6 +188,8 @@ class World:
             comps, parents = self._split_parents(comps, 1, "spawn")
         comps = self._snapshot_values(comps)
         keys, first = self._allocate(1)
+        if self._deferring:
+            self._pending_spawns.append(keys)
         self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
         if linked:
             self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn"))
@@ -211,6 +215,8 @@ class World:
             comps, parents = self._split_parents(comps, n, "spawn_batch")
         comps = self._snapshot_values(comps)
         keys, first = self._allocate(n)
+        if self._deferring:
+            self._pending_spawns.append(keys)
         self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
         if linked:
             self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn_batch"))
@@ -386,8 +392,52 @@ class World:
         key = self._check_alive(entity, "get")
         store = self._stores.get(ctype)
         if store is None or not store.contains(key_slot(key)):
-            raise KeyError(f"get: {key_str(key)} has no {schema_of(ctype).name}")
+            raise KeyError(f"get: {key_str(key)} has no {schema_of(ctype).name}"
+                           f"{self._deferred_note(key)}")
         return Record(store, key, self._slots)
+
+    def try_get(self, entity: KeyLike, ctype: type) -> Record | None:
+        """Like :meth:`get`, but ``None`` where ``get`` raises ``KeyError`` (the entity is
+        gone or has no ``ctype``). ``TypeError`` still for what is not a key or a type."""
+        key = as_key(entity, "try_get")
+        store = self._stores.get(ctype)
+        if store is None:
+            schema_of(ctype)
+            return None
+        if (not self._slots.is_alive(key) or not store.contains(key_slot(key))
+                or key in self._pending_despawn):
+            return None
+        return Record(store, key, self._slots)
+
+    def alive(self, keys: Any) -> np.ndarray:
+        """Vectorised :meth:`is_alive`: a bool array shaped like ``keys`` (any integer
+        array, e.g. a column of entity references)."""
+        return alive_mask(self, keys)
+
+    def get_batch(self, keys: Any, ctype: type) -> np.ndarray:
+        """The ``ctype`` rows of many entities, in key order: a structured array (a copy;
+        repeated keys repeat rows). ``KeyError`` naming the first key that is not alive or
+        has no ``ctype``."""
+        return get_batch(self, keys, ctype)
+
+    def set_batch(self, keys: Any, ctype: type, values: Any) -> None:
+        """Write ``ctype`` values of many entities: structured rows (e.g. from
+        :meth:`get_batch`), a mapping ``{field: one value or one per key}``, or a
+        ``ctype(...)`` instance. Only the fields given are written; nothing is written if
+        any key or value is bad."""
+        set_batch(self, keys, ctype, values)
+
+    def _deferred_note(self, key: int) -> str:
+        """Why a live key may lack a component: its spawn is waiting for the query block."""
+        if not self._deferring:
+            return ""
+        if any(np.any(keys == np.uint64(key)) for keys in self._pending_spawns):
+            return (" yet (it was spawned inside a query block: its components are "
+                    "attached when the outermost block ends)")
+        if self._deferred:
+            return (" (add and remove inside a query block take effect when the outermost "
+                    "block ends)")
+        return ""
 
     def components_of(self, entity: KeyLike) -> tuple[type, ...]:
         """The component types an entity has."""
@@ -560,6 +610,7 @@ class World:
         finally:
             self._flushing = False
         self._pending_despawn.clear()
+        self._pending_spawns.clear()
         if error is not None:
             raise error
 

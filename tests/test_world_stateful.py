@@ -395,6 +395,73 @@ class WorldMachine(RuleBasedStateMachine):
             rec[name] = value
         self.model[e][NAME[ctype]][name] = value
 
+    @rule(data=st.data())
+    def alive_in_bulk(self, data: st.DataObject) -> None:
+        """``world.alive`` over live, dead, NULL and never-issued keys, with repeats."""
+        self.step()
+        pool = [*sorted(self.model)[:8], *self.dead[-8:], int(NULL), make_key(1 << 20, 1)]
+        keys = data.draw(st.lists(st.sampled_from(pool), max_size=12))
+        got = self.world.alive(np.array(keys, np.uint64))
+        assert got.tolist() == [k in self.model for k in keys]
+
+    @rule(data=st.data(), ctype=st.sampled_from(VALUED))
+    def get_batch_matches_model(self, data: st.DataObject, ctype: type) -> None:
+        """Rows by key (repeats allowed, any order) equal the model; a key without the
+        component, or a dead one, is a KeyError that changes nothing."""
+        self.step()
+        holders = sorted(k for k, v in self.model.items() if NAME[ctype] in v)
+        keys = data.draw(st.lists(st.sampled_from(holders), max_size=8)) if holders else []
+        rows = self.world.get_batch(keys, ctype)
+        assert [plain(r) for r in rows] == [
+            expected_record(self.model[k][NAME[ctype]], ctype) for k in keys]
+        lacking = sorted(k for k, v in self.model.items() if NAME[ctype] not in v)
+        bad = data.draw(st.sampled_from([*lacking[:4], *self.dead[-4:]] or [int(NULL)]))
+        self.expect_unchanged_on(KeyError, "get_batch: 1 of",
+                                 lambda: self.world.get_batch([*keys, bad], ctype))
+
+    @rule(data=st.data(), ctype=st.sampled_from(VALUED))
+    def set_batch(self, data: st.DataObject, ctype: type) -> None:
+        """Write some fields of some holders, as a mapping, structured rows or an instance."""
+        self.step()
+        holders = sorted(k for k, v in self.model.items() if NAME[ctype] in v)
+        keys = self.draw_keys(data, holders)
+        n = len(keys)
+        how = data.draw(st.sampled_from(["mapping", "rows", "instance"]))
+        new = [dict(self.model[k][NAME[ctype]]) for k in keys]
+        if how == "rows":
+            rows = self.world.get_batch(keys, ctype)
+            for name in FIELDS[ctype]:
+                if data.draw(st.booleans()):
+                    for i in range(n):
+                        value = self.draw_field_value(data, ctype, name)
+                        rows[name][i] = value
+                        new[i][name] = value
+            self.world.set_batch(keys, ctype, rows)
+        else:
+            given: dict[str, Any] = {}
+            for name in FIELDS[ctype]:
+                if not data.draw(st.booleans()):
+                    continue
+                if data.draw(st.booleans()):  # one value for every key
+                    value = self.draw_field_value(data, ctype, name)
+                    given[name] = value
+                    for row in new:
+                        row[name] = value
+                else:
+                    per_row = [self.draw_field_value(data, ctype, name) for _ in range(n)]
+                    dtype = schema_of(ctype).field_spec(name).dtype
+                    shape = (n, 4) if name == "items" else (n,)
+                    given[name] = np.array(per_row, dtype).reshape(shape)
+                    for row, value in zip(new, per_row, strict=True):
+                        row[name] = value
+            self.world.set_batch(keys, ctype, ctype(**given) if how == "instance" else given)
+        for k, row in zip(keys, new, strict=True):
+            self.model[k][NAME[ctype]] = row
+        if keys:  # a duplicated key is refused and writes nothing
+            self.expect_unchanged_on(
+                ValueError, "same entity key",
+                lambda: self.world.set_batch([*keys, keys[0]], ctype, {}))
+
     @rule(data=st.data(), spec=st.sampled_from(SPECS))
     def set_via_query(
         self, data: st.DataObject, spec: tuple[tuple[type, ...], tuple[type, ...]]
