@@ -1,4 +1,9 @@
-"""Gameplay components: players, enemies, projectiles, pickups, health, ammo."""
+"""Gameplay components: players, enemies, projectiles, pickups, health, ammo.
+
+Tuning values (speeds, damage, intervals, max hp) are prefab data (``field(prefab=True)``):
+a save keeps them only where an entity differs from its prefab, so a re-balanced prefab in
+a game update reaches old saves; hp, positions and cooldowns are instance data.
+"""
 
 from __future__ import annotations
 
@@ -11,24 +16,24 @@ from ecs_engine import NULL, Entity, component, field
 class Player:
     """Controlled by the input resource. Speeds in units/s."""
 
-    run_speed: np.float32 = field(default=12.0, label="speed")
-    jump_speed: np.float32 = field(default=26.0, label="jump")
+    run_speed: np.float32 = field(default=12.0, label="speed", prefab=True)
+    jump_speed: np.float32 = field(default=26.0, label="jump", prefab=True)
     facing: np.int8 = field(default=1, editable=False)
     shoot_cooldown: np.float32 = field(editable=False)
 
 
 @component
 class Enemy:
-    """Hurts the player on touch; ``damage`` in hit points."""
+    """Hurts the player on touch; ``damage`` in hit points (prefab data)."""
 
-    damage: np.int16 = 1
+    damage: np.int16 = field(default=1, prefab=True)
 
 
 @component
 class Patrol:
     """Walks left and right at ``speed`` units/s, turning at walls and ledges."""
 
-    speed: np.float32 = 4.0
+    speed: np.float32 = field(default=4.0, prefab=True)
     direction: np.int8 = field(default=1, label="dir")
 
 
@@ -51,8 +56,8 @@ class Lifetime:
 class Spawner:
     """Fires a projectile every ``interval`` seconds at ``speed`` units/s along ``dir``."""
 
-    interval: np.float32 = 1.5
-    speed: np.float32 = 14.0
+    interval: np.float32 = field(default=1.5, prefab=True)
+    speed: np.float32 = field(default=14.0, prefab=True)
     direction: np.int8 = field(default=-1, label="dir")
     cooldown: np.float32 = field(editable=False)
 
@@ -62,7 +67,7 @@ class Pickup:
     """Collected on touch. ``kind``: 0 = health, 1 = ammo, 2 = coin."""
 
     kind: np.uint8 = 2
-    amount: np.int16 = 1
+    amount: np.int16 = field(default=1, prefab=True)
 
 
 @component
@@ -70,7 +75,7 @@ class Health:
     """Hit points; the entity despawns at 0 (the player respawns instead)."""
 
     hp: np.int16 = 3
-    max_hp: np.int16 = field(default=3, label="max_hp")
+    max_hp: np.int16 = field(default=3, label="max_hp", prefab=True)
     invulnerable: np.float32 = field(editable=False)  # seconds
 
 
@@ -93,5 +98,5 @@ class Score:
 class Bouncer:
     """Jumps again at a random speed (units/s) whenever it lands (the stress bodies)."""
 
-    min_speed: np.float32 = 8.0
-    max_speed: np.float32 = 24.0
+    min_speed: np.float32 = field(default=8.0, prefab=True)
+    max_speed: np.float32 = field(default=24.0, prefab=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import Any, TypeVar, dataclass_transform, overload
 
 import numpy as np
@@ -25,6 +26,7 @@ class FieldSpec:
     label: str
     editable: bool
     is_entity: bool
+    prefab: bool = False  # the value comes from the entity's prefab (see prefab_fields.py)
 
     @property
     def numpy_spec(self) -> tuple[Any, ...]:
@@ -40,6 +42,24 @@ class FieldDecl:
     default: Any
     label: str | None
     editable: bool
+    prefab: bool = False
+
+
+@dataclass(frozen=True)
+class Migration:
+    """How rows saved under an older schema become rows of this one (see ``migrate.py``).
+
+    ``renamed``: current field name -> the name it was saved under. ``formerly``: names
+    this component was saved under before. ``convert``: field -> function mapping the old
+    column (numpy array) to new values, for changes that are not automatic (narrowing);
+    values that still do not fit are refused. ``migrate``: old rows (structured array in
+    the saved dtype) -> a mapping of field name to column, for anything else.
+    """
+
+    renamed: Mapping[str, str] = dataclass_field(default_factory=dict)
+    formerly: tuple[str, ...] = ()
+    convert: Mapping[str, Callable[[np.ndarray], Any]] = dataclass_field(default_factory=dict)
+    migrate: Callable[[np.ndarray], Mapping[str, Any]] | None = None
 
 
 FieldValue = float | np.generic | np.ndarray | list[Any] | tuple[Any, ...]
@@ -58,10 +78,10 @@ def field_default(value: FieldValue, /) -> Any:
 
 @overload
 def field(dtype: Any, /, shape: int | tuple[int, ...] = (), default: FieldValue = 0,
-          label: str | None = None, editable: bool = True) -> Any: ...
+          label: str | None = None, editable: bool = True, prefab: bool = False) -> Any: ...
 @overload
 def field(*, shape: int | tuple[int, ...] = (), default: FieldValue = 0,
-          label: str | None = None, editable: bool = True) -> Any: ...
+          label: str | None = None, editable: bool = True, prefab: bool = False) -> Any: ...
 
 
 def field(
@@ -71,6 +91,7 @@ def field(
     default: FieldValue = 0,
     label: str | None = None,
     editable: bool = True,
+    prefab: bool = False,
 ) -> Any:
     """Declare a component field with options, as the class-body default:
     ``hp: np.int16 = field(default=3, label="hp")`` (the dtype comes from the annotation) or
@@ -78,11 +99,14 @@ def field(
 
     ``shape`` makes a fixed-size container per row, ``label`` is the name level authors
     use, ``editable=False`` keeps the field in saves but hides it from level files.
+    ``prefab=True`` makes it prefab data: a save stores it only where an entity differs
+    from its prefab, and loading re-derives it from the current prefab (game updates reach
+    old saves; instance data such as hp never is prefab data).
     """
     shape_t = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
     if any(s <= 0 for s in shape_t):
         raise ValueError(f"field shape must be positive, got {shape_t}")
-    return FieldDecl(dtype, shape_t, default, label, editable)
+    return FieldDecl(dtype, shape_t, default, label, editable, prefab)
 
 
 def _scalar_dtype(annotation: Any, where: str) -> tuple[np.dtype, bool]:
@@ -112,6 +136,7 @@ class ComponentSchema:
     fields: tuple[FieldSpec, ...]
     dtype: np.dtype
     defaults: np.ndarray  # shape (1,), the default row
+    migration: Migration = Migration()
 
     @property
     def is_tag(self) -> bool:
@@ -309,13 +334,14 @@ def _build_schema(cls: type, name: str) -> ComponentSchema:
         if isinstance(class_value, FieldDecl):
             decl = class_value if isinstance(ann, FieldDecl) else FieldDecl(
                 class_value.dtype if class_value.dtype is not None else ann,
-                class_value.shape, class_value.default, class_value.label, class_value.editable)
+                class_value.shape, class_value.default, class_value.label, class_value.editable,
+                class_value.prefab)
         elif isinstance(ann, FieldDecl):
             if ann.dtype is None:
                 raise TypeError(f"{where}: field() used as the annotation needs a dtype, "
                                 f"e.g. field(np.float32, ...)")
             decl = ann if class_value is inspect.Parameter.empty else FieldDecl(
-                ann.dtype, ann.shape, class_value, ann.label, ann.editable)
+                ann.dtype, ann.shape, class_value, ann.label, ann.editable, ann.prefab)
         else:
             default = class_value if class_value is not inspect.Parameter.empty else None
             decl = FieldDecl(ann, (), default, None, True)
@@ -323,8 +349,11 @@ def _build_schema(cls: type, name: str) -> ComponentSchema:
         default = decl.default
         if default is None:
             default = NULL if is_entity else 0
+        if decl.prefab and is_entity:
+            raise TypeError(f"{where}: an Entity field cannot be prefab data (a prefab holds "
+                            f"no entity keys)")
         fields.append(FieldSpec(fname, dtype, decl.shape, default, decl.label or fname,
-                                decl.editable, is_entity))
+                                decl.editable, is_entity, decl.prefab))
     dtype = np.dtype([f.numpy_spec for f in fields])
     defaults = np.zeros(1, dtype)
     partial = ComponentSchema(name, tuple(fields), dtype, defaults)
@@ -343,20 +372,55 @@ _C = TypeVar("_C", bound=type)
 @overload
 def component(cls: _C, /) -> _C: ...
 @overload
-def component(*, name: str | None = None) -> Callable[[_C], _C]: ...
+def component(*, name: str | None = None, renamed: Mapping[str, str] | None = None,
+              formerly: str | tuple[str, ...] = (),
+              convert: Mapping[str, Callable[[np.ndarray], Any]] | None = None,
+              migrate: Callable[[np.ndarray], Mapping[str, Any]] | None = None,
+              ) -> Callable[[_C], _C]: ...
+
+
+def _migration(name: str, fields: tuple[str, ...], renamed: Mapping[str, str] | None,
+               formerly: str | tuple[str, ...],
+               convert: Mapping[str, Callable[[np.ndarray], Any]] | None,
+               migrate: Callable[[np.ndarray], Mapping[str, Any]] | None) -> Migration:
+    for option, keys in (("renamed", renamed or {}), ("convert", convert or {})):
+        unknown = [k for k in keys if k not in fields]
+        if unknown:
+            raise TypeError(f"component {name}: {option} names {unknown}, which are not "
+                            f"fields; fields are {list(fields)}")
+    for new, old in (renamed or {}).items():
+        if not isinstance(old, str) or not old or old == new:
+            raise TypeError(f"component {name}: renamed[{new!r}] must be the old field name")
+    if isinstance(formerly, str):
+        formerly = (formerly,)
+    if name in formerly:
+        raise TypeError(f"component {name}: formerly lists its own name")
+    for fn in [*(convert or {}).values(), *([migrate] if migrate is not None else [])]:
+        if not callable(fn):
+            raise TypeError(f"component {name}: converters and migrate must be callables")
+    return Migration(dict(renamed or {}), tuple(formerly), dict(convert or {}), migrate)
 
 
 @dataclass_transform(field_specifiers=(field,))
-def component(cls: type | None = None, /, *, name: str | None = None) -> Any:
+def component(cls: type | None = None, /, *, name: str | None = None,
+              renamed: Mapping[str, str] | None = None, formerly: str | tuple[str, ...] = (),
+              convert: Mapping[str, Callable[[np.ndarray], Any]] | None = None,
+              migrate: Callable[[np.ndarray], Mapping[str, Any]] | None = None) -> Any:
     """Class decorator: declare a component type from annotated fields.
 
     ``@component`` or ``@component(name="pinned")``; the name (class name by default)
-    identifies the component in save files and levels.
+    identifies the component in save files and levels. Schema changes that old save files
+    must survive are declared here: ``renamed={"new_field": "old_field"}``,
+    ``formerly=("OldClassName",)``, ``convert={"hp": np.rint}`` (opt-in narrowing) and
+    ``migrate=fn`` (old rows -> ``{field: column}``); see :class:`Migration`.
     """
 
     def wrap(c: type) -> type:
         comp_name = name or c.__name__
         schema = _build_schema(c, comp_name)
+        schema = replace(schema, migration=_migration(comp_name, schema.field_names, renamed,
+                                                      formerly, convert, migrate))
+        schema.defaults.flags.writeable = False
         namespace = {k: v for k, v in c.__dict__.items()
                      if k not in schema.field_names and k not in ("__dict__", "__weakref__")}
         namespace.pop("__annotations__", None)

@@ -1,22 +1,32 @@
 """Schema migration: fit saved rows to the component's current schema, by field name.
 
-A field added since the save takes its default, a removed field is dropped with a
-``SchemaChangeWarning``, a widening dtype change (``np.can_cast(old, new, "safe")``) is
-cast; anything else (narrowing, a change of kind numpy calls unsafe, a shape change) is a
-``SaveFileError`` naming the component, the field and both types.
+Automatic, for the changes that cannot lose data: a field added since the save takes its
+default, a widening dtype change (``np.can_cast(old, new, "safe")``) is cast. A removed field
+is dropped with a ``SchemaChangeWarning`` that also names the fields filled with defaults.
+
+Declared on the component (``@component(...)``, see :class:`~ecs_engine.component.Migration`),
+for the changes users actually make: a renamed field (``renamed={"new": "old"}``), a renamed
+class (``formerly=("Old",)``), an opt-in narrowing (``convert={"hp": np.rint}``: the
+converter's values must still fit, or the load fails), and a hook for anything else
+(``migrate=fn``: old rows -> ``{field: column}``, vectorised).
+
+Anything else (narrowing without a converter, a shape change) is a ``SaveFileError`` naming
+the component, the field and both types, and the world stays as it was.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from ecs_engine.component import ComponentSchema
+from ecs_engine.component import ComponentSchema, schema_of
 
 
 class SchemaChangeWarning(UserWarning):
-    """A save was loaded into a changed schema and lost data (a field was removed)."""
+    """A save was loaded into a changed schema and lost data or used defaults."""
 
 
 def _field_types(dtype: np.dtype) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
@@ -29,30 +39,136 @@ def _field_types(dtype: np.dtype) -> dict[str, tuple[np.dtype, tuple[int, ...]]]
     return out
 
 
+def find_saved_type(types: Iterable[type], saved_name: str) -> type | None:
+    """The component type a save's ``saved_name`` belongs to: its current name, or a name
+    it declares in ``formerly`` (None if neither)."""
+    for ctype in types:
+        schema = schema_of(ctype)
+        if schema.name == saved_name or saved_name in schema.migration.formerly:
+            return ctype
+    return None
+
+
+def unknown_component_hint(saved_name: str) -> str:
+    """What to do about a saved component no registered type claims."""
+    return (f"unknown component {saved_name!r}: register its type first "
+            f"(world.register({saved_name})); if the class was renamed, keep the saved name "
+            f"with @component(name={saved_name!r}) or declare "
+            f"@component(formerly={saved_name!r})")
+
+
+def _fits(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Boolean per value: representable in ``dtype`` without wrapping or rounding."""
+    if dtype.kind == "b":
+        return (values == 0) | (values == 1)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if values.dtype.kind == "u":
+            return values <= info.max
+        if values.dtype.kind in "ib":
+            as_int = values.astype(np.int64)
+            return (as_int >= info.min) & (as_int <= min(info.max, np.iinfo(np.int64).max))
+        finite = np.isfinite(values)
+        safe = np.where(finite, values, 0)
+        return finite & (safe == np.round(safe)) & (safe >= info.min) & (safe <= info.max)
+    with np.errstate(over="ignore", invalid="ignore"):  # float targets: no overflow to inf
+        cast = values.astype(dtype)
+    return ~(np.isinf(cast) & ~np.isinf(values.astype(np.float64)))
+
+
+def _converted(where: str, fn: Any, column: np.ndarray, dtype: np.dtype,
+               shape: tuple[int, ...]) -> np.ndarray:
+    from ecs_engine.savefile import SaveFileError
+
+    try:
+        out = np.asarray(fn(column))
+    except Exception as exc:  # a user's converter: report it with the field it was for
+        raise SaveFileError(f"{where}: the converter raised {type(exc).__name__}: {exc}") \
+            from None
+    if out.shape != column.shape[:1] + shape:
+        raise SaveFileError(f"{where}: the converter returned shape {out.shape}, expected "
+                            f"{column.shape[:1] + shape}")
+    if out.dtype.kind not in "biuf":
+        raise SaveFileError(f"{where}: the converter returned {out.dtype} values")
+    bad = ~_fits(out, dtype)
+    if bad.any():
+        first = int(np.flatnonzero(bad.reshape(len(out), -1).any(axis=1))[0]) if out.ndim else 0
+        sample = out.reshape(len(out), -1)[first] if out.ndim else out
+        raise SaveFileError(f"{where}: {int(bad.sum())} converted value(s) do not fit "
+                            f"{dtype} (row {first}: {sample.tolist()})")
+    return out.astype(dtype)
+
+
 def migrate_rows(name: str, data: np.ndarray, schema: ComponentSchema) -> np.ndarray:
     """Return ``data`` in ``schema.dtype`` (the same array when nothing changed)."""
     if data.dtype == schema.dtype:
         return data
     from ecs_engine.savefile import SaveFileError
 
+    migration = schema.migration
     old = _field_types(data.dtype)
+    hooked: Mapping[str, Any] = {}
+    if migration.migrate is not None:
+        try:
+            hooked = dict(migration.migrate(data))
+        except Exception as exc:
+            raise SaveFileError(f"component {name!r}: its migrate hook raised "
+                                f"{type(exc).__name__}: {exc}") from None
+        unknown = [k for k in hooked if k not in schema.field_names]
+        if unknown:
+            raise SaveFileError(f"component {name!r}: its migrate hook returned {unknown}, "
+                                f"which are not fields; fields are {list(schema.field_names)}")
+    out = np.empty(len(data), schema.dtype)
+    used: set[str] = set()
+    defaulted: list[str] = []
     for spec in schema.fields:
-        if spec.name not in old:
-            continue
-        old_dtype, old_shape = old[spec.name]
         where = f"component {name!r} field {spec.name!r}"
+        source = migration.renamed.get(spec.name, spec.name)
+        if spec.name in hooked:
+            column = np.asarray(hooked[spec.name])
+            if column.ndim <= len(spec.shape):  # one value for every row
+                column = np.broadcast_to(column, (len(data), *spec.shape))
+            out[spec.name] = _converted(f"{where} (migrate hook)", _same, column, spec.dtype,
+                                        spec.shape)
+            used.add(source)
+            continue
+        if source not in old:
+            out[spec.name] = schema.defaults[spec.name][0]
+            defaulted.append(spec.name)
+            continue
+        used.add(source)
+        old_dtype, old_shape = old[source]
+        if source != spec.name:
+            where += f" (saved as {source!r})"
+        converter = migration.convert.get(spec.name)
+        if converter is not None:
+            out[spec.name] = _converted(where, converter, data[source], spec.dtype, spec.shape)
+            continue
         if old_shape != spec.shape:
             raise SaveFileError(f"{where}: saved with shape {old_shape}, the schema now has "
-                                f"{spec.shape}; cannot convert")
+                                f"{spec.shape}; cannot convert (declare "
+                                f"@component(migrate=...) to reshape it)")
         if not np.can_cast(old_dtype, spec.dtype, "safe"):
             raise SaveFileError(f"{where}: saved as {old_dtype}, the schema now has "
                                 f"{spec.dtype}; converting would lose values (only widening "
-                                f"changes are automatic)")
-    out = np.empty(len(data), schema.dtype)
-    for spec in schema.fields:
-        out[spec.name] = data[spec.name] if spec.name in old else schema.defaults[spec.name][0]
-    for dropped in [f for f in old if f not in schema.field_names]:
-        warnings.warn(SchemaChangeWarning(
-            f"component {name!r}: the save has a field {dropped!r} the schema no longer "
-            f"declares; its values are dropped"), stacklevel=4)
+                                f"changes are automatic; opt in with "
+                                f"@component(convert={{{spec.name!r}: fn}}))")
+        out[spec.name] = data[source]
+    dropped = [f for f in old if f not in used]
+    if dropped:  # a pure addition loses nothing: silent; a loss says what replaced it
+        parts = []
+        if dropped:
+            parts.append(f"the save has field(s) {dropped} the schema no longer declares; "
+                         f"their values are dropped")
+        if defaulted:
+            parts.append(f"field(s) {defaulted} are not in the save and were filled with "
+                         f"their defaults")
+        hint = (" (a renamed field? declare @component(renamed={'new': 'old'}))"
+                if dropped and defaulted else "")
+        warnings.warn(SchemaChangeWarning(f"component {name!r}: " + "; ".join(parts) + hint),
+                      stacklevel=4)
     return out
+
+
+def _same(column: np.ndarray) -> np.ndarray:
+    return column

@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import xxhash
 
 from ecs_engine.component import (
     ComponentBase,
     FieldSpec,
     as_component,
+    component,
     component_values,
     schema_of,
 )
@@ -23,6 +25,21 @@ if TYPE_CHECKING:
 
 class PrefabError(ValueError):
     """A prefab name, parameter or value that does not fit the registry."""
+
+
+def prefab_id(name: str) -> int:
+    """The stable 64-bit id of a prefab name (xxh3 of its UTF-8 bytes, never 0): what an
+    entity stores to remember its prefab, independent of registration order."""
+    return xxhash.xxh3_64_intdigest(name.encode("utf-8")) or 1
+
+
+@component(name="PrefabOf")
+class PrefabOf:
+    """Which prefab an entity was made from (``prefab_id`` of its name). Saves, snapshots
+    and blueprints carry it like any component; loading re-derives prefab-owned fields
+    (``field(prefab=True)``) from the prefab it names."""
+
+    id: np.uint64 = 0
 
 
 @dataclass(frozen=True)
@@ -66,7 +83,8 @@ class Prefab:
                 for spec in schema_of(type(comp)).fields if not spec.editable}
 
     def build(self, params: Mapping[str, Any]) -> list[ComponentBase]:
-        """Component instances with ``params`` applied (scalars or batches)."""
+        """Component instances with ``params`` applied (scalars or batches), plus the
+        ``PrefabOf`` that lets saves re-derive prefab-owned fields."""
         table = self.params()
         overrides: dict[type, dict[str, Any]] = {}
         for label, value in params.items():
@@ -90,6 +108,7 @@ class Prefab:
                 comps.append(ctype(**merged))
             except (TypeError, ValueError) as exc:
                 raise PrefabError(f"prefab {self.name!r}: {exc}") from exc
+        comps.append(PrefabOf(id=prefab_id(self.name)))
         return comps
 
 
@@ -99,6 +118,7 @@ class PrefabRegistry:
     def __init__(self) -> None:
         self._prefabs: dict[str, Prefab] = {}
         self._lookup: dict[str, str] = {}
+        self._by_id: dict[int, str] = {}
 
     def register(self, name: str, *components: object,
                  aliases: Iterable[str] = ()) -> Prefab:
@@ -112,6 +132,8 @@ class PrefabRegistry:
                                   f"value, not a batch")
             if ctype in seen:
                 raise PrefabError(f"prefab {name!r}: {schema_of(ctype).name} given twice")
+            if ctype is PrefabOf:
+                raise PrefabError(f"prefab {name!r}: PrefabOf is added by the registry")
             seen.add(ctype)
         prefab = Prefab(name, comps, tuple(aliases))
         for key in (name, *prefab.aliases):
@@ -120,9 +142,15 @@ class PrefabRegistry:
                 raise PrefabError(f"prefab name or alias {key!r} is already registered "
                                   f"(by {self._lookup[folded]!r})")
         self._prefabs[name] = prefab
+        self._by_id[pid] = name
         for key in (name, *prefab.aliases):
             self._lookup[key.casefold()] = name
         return prefab
+
+    def by_id(self, pid: int) -> Prefab | None:
+        """The prefab whose :func:`prefab_id` is ``pid``, or None."""
+        name = self._by_id.get(int(pid))
+        return self._prefabs[name] if name is not None else None
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.casefold() in self._lookup
@@ -144,15 +172,31 @@ class PrefabRegistry:
 
     def instantiate(self, world: World, name: str, **params: Any) -> Entity:
         """Spawn one entity from a prefab; ``params`` by label (``x=3, speed=2``)."""
-        comps = self[name].build(params)
+        prefab = self[name]
+        comps = prefab.build(params)
         for comp in comps:
             if comp._batch not in (None, 1):
                 raise PrefabError(f"prefab {name!r}: instantiate takes single values; use "
                                   f"instantiate_batch for arrays")
-        return world.spawn(*comps)
+        key = world.spawn(*comps)
+        self._remember(world)
+        return key
 
     def instantiate_batch(self, world: World, name: str, count: int | None = None,
                           **params: Any) -> np.ndarray:
         """Spawn many entities from a prefab; array params give one value per entity."""
-        comps = self[name].build(params)
-        return world.spawn_batch(*comps, count=count)
+        prefab = self[name]
+        comps = prefab.build(params)
+        keys = world.spawn_batch(*comps, count=count)
+        self._remember(world)
+        return keys
+
+    def remember(self, world: World) -> None:
+        """Make this the registry ``world`` saves prefab-owned fields against (if it has
+        none yet); instantiating and loading a level do this."""
+        self._remember(world)
+
+    def _remember(self, world: World) -> None:
+        # A world saves prefab-owned fields against the registry that made its entities.
+        if getattr(world, "prefabs", None) is None:
+            world.prefabs = self

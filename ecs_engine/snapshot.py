@@ -20,6 +20,7 @@ from ecs_engine.slotmap import SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
 if TYPE_CHECKING:
+    from ecs_engine.prefab import PrefabRegistry
     from ecs_engine.world import World
 
 
@@ -105,21 +106,26 @@ class Snapshot:
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Snapshot:
         """Parse a save file; ``SaveFileError`` on anything wrong with it."""
+        from ecs_engine.prefab_fields import join
         from ecs_engine.savefile import decode_snapshot
 
-        return decode_snapshot(data)
+        return join(decode_snapshot(data))[0]
 
-    def save(self, path: str | Path) -> None:
-        """Write atomically to ``path`` (temp file, fsync, rename)."""
+    def save(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> None:
+        """Write atomically to ``path`` (temp file, fsync, rename). With ``prefabs``,
+        prefab-owned fields are stored only where they differ from the prefab."""
+        from ecs_engine.prefab_fields import split
         from ecs_engine.savefile import write_file
 
-        write_file(path, self)
+        write_file(path, split(self, prefabs) if prefabs is not None else self)
 
     @classmethod
     def load(cls, path: str | Path) -> Snapshot:
+        """Read a save file: the exact saved state (prefab-owned fields as saved)."""
+        from ecs_engine.prefab_fields import join
         from ecs_engine.savefile import read_file
 
-        return read_file(path)
+        return join(read_file(path))[0]
 
 
 @dataclass(frozen=True)
@@ -336,7 +342,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     from ecs_engine.component import schema_of
     from ecs_engine.group import Group
     from ecs_engine.hierarchy import BUILTIN_COMPONENTS
-    from ecs_engine.migrate import migrate_rows
+    from ecs_engine.migrate import find_saved_type, migrate_rows, unknown_component_hint
     from ecs_engine.savefile import SaveFileError
     from ecs_engine.storage import key_slots_view
 
@@ -345,14 +351,18 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
     own = snap.origin is world._versions
     types: dict[str, type] = {}
     for s in snap.stores:
-        ctype = world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
+        ctype = (world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
+                 or find_saved_type(world._types_by_name.values(), s.name))
         if s.name == BLUEPRINT_MARKER:
             raise SaveFileError("this is a blueprint, not a world save: load it with "
                                 "world.instantiate(Blueprint.load(path))")
         if ctype is None:
-            raise SaveFileError(f"unknown component {s.name!r}: register its type first "
-                                f"(world.register({s.name}))")
+            raise SaveFileError(unknown_component_hint(s.name))
         types[s.name] = ctype
+    if len(set(types.values())) < len(types):
+        claimed = [n for n in types if list(types.values()).count(types[n]) > 1]
+        raise SaveFileError(f"saved components {claimed} are one component type now (a "
+                            f"renamed class and its old name both in one save)")
     if not own:
         _validate_foreign(world, snap, types)
     rng = _rng_for(world, snap)

@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
 from ecs_engine.statehash import state_hash
 from ecs_engine.storage import ComponentStore
+
+if TYPE_CHECKING:
+    from ecs_engine.prefab import PrefabRegistry
 
 SystemFn = Callable[["World", float], Any]
 
@@ -77,6 +80,9 @@ class World:
         # never saved, never snapshotted.
         self.caches: dict[str, Any] = {}
         self.rng: np.random.Generator = np.random.default_rng(seed)
+        # The registry whose prefabs made this world's entities: saves store prefab-owned
+        # fields relative to it. Configuration like the systems, not state: never saved.
+        self.prefabs: PrefabRegistry | None = None
         self.tick = 0
         # True while a rollback or sync test re-runs ticks that already happened: systems
         # with effects outside the state (sounds, particles, network) skip them then.
@@ -645,15 +651,33 @@ class World:
         self._restore_callbacks.append(callback)
 
     def save(self, path: str | Path) -> Snapshot:
-        """Snapshot and write it to ``path`` atomically; returns the snapshot."""
+        """Snapshot and write it to ``path`` atomically; returns the snapshot. Prefab-owned
+        fields are stored only where they differ from ``self.prefabs``' prefabs."""
         snap = self.snapshot()
-        snap.save(path)
+        snap.save(path, prefabs=self.prefabs)
         return snap
 
-    def load(self, path: str | Path) -> Snapshot:
-        """Read a save file and restore it. ``SaveFileError`` leaves the world unchanged."""
-        snap = Snapshot.load(path)
+    def load(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> Snapshot:
+        """Read a save file and restore it. Prefab-owned fields the save did not store are
+        re-derived from the current prefabs of ``prefabs`` (default ``self.prefabs``; the
+        saved values without one). ``SaveFileError`` leaves the world unchanged."""
+        from ecs_engine.migrate import find_saved_type
+        from ecs_engine.prefab_fields import join, rederive
+        from ecs_engine.savefile import read_file
+
+        snap, derived = join(read_file(path))
+        registry = prefabs if prefabs is not None else self.prefabs
+        if registry is not None:
+            types = {}
+            for s in snap.stores:
+                found = (self._types_by_name.get(s.name)
+                         or find_saved_type(self._types_by_name.values(), s.name))
+                if found is not None:
+                    types[s.name] = found
+            snap = rederive(snap, derived, registry, types)
         self.restore(snap, source="file")
+        if prefabs is not None and self.prefabs is None:
+            self.prefabs = prefabs
         return snap
 
     # -- systems ------------------------------------------------------------------------

@@ -146,6 +146,7 @@ def load_level(world: World, path: str | os.PathLike[str], prefabs: PrefabRegist
     start = time.perf_counter()
     plan = plan_level(path, prefabs, method, max_pixels=max_pixels)
     keys = plan.spawn(world)
+    prefabs.remember(world)  # saves store prefab-owned fields relative to these prefabs
     return plan.summary(time.perf_counter() - start, keys)
 
 

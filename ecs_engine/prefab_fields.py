@@ -1,0 +1,275 @@
+"""Prefab-owned fields in save files: store what differs from the prefab, derive the rest.
+
+URSA's split of component data: *prefab data* (an enemy's speed, a turret's interval) always
+comes from the prefab, so a game update that re-balances a prefab reaches old saves;
+*instance data* (hp, position) is the entity's own and an update must never overwrite it.
+A field declared ``field(..., prefab=True)`` is prefab data; entities made by
+``PrefabRegistry.instantiate[_batch]`` carry ``PrefabOf`` naming their prefab.
+
+In a save file (written by ``world.save`` with the world's registry) a prefab-owned field is
+stored only for the rows that differ from their prefab (a level parameter, a gameplay
+write, an entity with no prefab): the component's own rows leave the field out, and a
+companion store ``"<Component>#<field>"`` holds the overriding rows. A small table in the
+resources entry :data:`RESERVED` keeps each prefab's name and its values at save time, so
+the file alone still restores the exact saved state (``Snapshot.load``). Loading with a
+registry (``world.load(path, prefabs=registry)``) re-derives every other row from the
+*current* prefab, column-at-once; a prefab the registry no longer has is a ``SaveFileError``
+naming it, before the world changes. In-memory snapshots are never split: they stay exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ecs_engine.component import ComponentSchema, component_values, schema_of
+from ecs_engine.prefab import PrefabOf, PrefabRegistry
+
+if TYPE_CHECKING:
+    from ecs_engine.snapshot import Snapshot, StoreSnapshot
+
+__all__ = ["RESERVED", "Derived", "join", "rederive", "split"]
+
+RESERVED = "ecs_engine.prefab_fields"
+"""The resources key of the prefab table in a save file (never in a live world)."""
+_PREFAB_OF = schema_of(PrefabOf).name
+_SEP = "#"
+
+
+@dataclasses.dataclass(frozen=True)
+class Derived:
+    """What :func:`join` learnt from a file: ``rows[(component, field)]`` = (row indices,
+    prefab id per row) of the rows that came from a prefab; ``names`` = prefab id -> name."""
+
+    rows: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
+    names: dict[int, str]
+
+
+def _error(message: str) -> Exception:
+    from ecs_engine.savefile import SaveFileError
+
+    return SaveFileError(message)
+
+
+def _prefab_ids(snap: Snapshot, entities: np.ndarray) -> np.ndarray:
+    """The ``PrefabOf`` id of each entity (0 where it has none), vectorised."""
+    out = np.zeros(len(entities), np.uint64)
+    try:
+        store = snap.store(_PREFAB_OF)
+    except KeyError:
+        return out
+    if store.n == 0 or len(entities) == 0:
+        return out
+    order = np.argsort(store.entities, kind="stable")
+    keys = store.entities[order]
+    pos = np.minimum(np.searchsorted(keys, entities), len(keys) - 1)
+    hit = keys[pos] == entities
+    out[hit] = store.data["id"][order[pos[hit]]]
+    return out
+
+
+def _prefab_value(prefab: Any, schema: ComponentSchema, field: str) -> np.ndarray | None:
+    """The prefab's value of ``schema.name.field`` (None if it lacks that component)."""
+    for comp in prefab.components:
+        ctype, values, _ = component_values(comp)
+        if schema_of(ctype).name == schema.name:
+            value = values.get(field)
+            return np.asarray(value if value is not None else schema.defaults[field][0])
+    return None
+
+
+def _without(data: np.ndarray, fields: list[str]) -> np.ndarray:
+    keep = [n for n in data.dtype.names or () if n not in fields]
+    out = np.empty(len(data), np.dtype([(n, data.dtype.fields[n][0]) for n in keep]))  # type: ignore[index]
+    for name in keep:
+        out[name] = data[name]
+    return out
+
+
+def _column_store(name: str, field: str, column: np.ndarray,
+                  entities: np.ndarray) -> StoreSnapshot:
+    from ecs_engine.snapshot import StoreSnapshot
+
+    rows = np.empty(len(entities), np.dtype([(field, column.dtype, column.shape[1:])]))
+    rows[field] = column
+    return StoreSnapshot(f"{name}{_SEP}{field}", (rows,), entities.copy())
+
+
+def split(snap: Snapshot, prefabs: PrefabRegistry) -> Snapshot:
+    """The snapshot as it goes into a file: prefab-owned columns reduced to the rows that
+    differ from their prefab (see the module doc). Unchanged if nothing is prefab-owned."""
+    stores: list[StoreSnapshot] = []
+    table: dict[str, Any] = {"names": {}, "values": {}, "order": {}}
+    for s in snap.stores:
+        if s.ctype is None or _SEP in s.name:
+            stores.append(s)
+            continue
+        schema = schema_of(s.ctype)
+        owned = [f.name for f in schema.fields if f.prefab]
+        if not owned or s.n == 0:
+            stores.append(s)
+            continue
+        data = s.data
+        pids = _prefab_ids(snap, s.entities)
+        unique, inverse = np.unique(pids, return_inverse=True)
+        companions = []
+        for field in owned:
+            column = data[field]
+            base = np.zeros_like(column)
+            has_base = np.zeros(s.n, bool)
+            values: dict[str, Any] = {}
+            for i, pid in enumerate(unique):
+                prefab = prefabs.by_id(int(pid)) if pid else None
+                value = _prefab_value(prefab, schema, field) if prefab is not None else None
+                if value is None:
+                    continue
+                rows = inverse == i
+                base[rows] = value
+                has_base[rows] = True
+                values[str(int(pid))] = value.tolist()
+                table["names"][str(int(pid))] = prefab.name  # type: ignore[union-attr]
+            differs = column != base
+            if differs.ndim > 1:
+                differs = differs.reshape(s.n, -1).any(axis=1)
+            override = ~has_base | differs
+            companions.append(_column_store(s.name, field, column[override],
+                                            s.entities[override]))
+            table["values"][f"{s.name}.{field}"] = values
+        table["order"][s.name] = list(data.dtype.names or ())
+        stores.append(dataclasses.replace(s, chunks=(_without(data, owned),), sparse=None,
+                                          chunk_versions=None, data_version=0))
+        stores.extend(companions)
+    if not table["order"]:
+        return snap
+    resources = dict(snap.resources)
+    if RESERVED in resources:
+        raise TypeError(f"resources may not use the reserved key {RESERVED!r}")
+    resources[RESERVED] = table
+    return dataclasses.replace(snap, stores=tuple(stores), resources=resources)
+
+
+def join(snap: Snapshot) -> tuple[Snapshot, Derived]:
+    """Undo :func:`split` with the prefab values stored in the file (the exact saved state);
+    also returns which rows came from a prefab, for :func:`rederive`."""
+    from ecs_engine.savefile import SaveFileError
+
+    table = snap.resources.get(RESERVED)
+    if table is None:
+        if any(_SEP in s.name for s in snap.stores):
+            raise _error("the save has prefab-owned columns but no prefab table")
+        return snap, Derived({}, {})
+    try:
+        names: Mapping[str, str] = table["names"]
+        values: Mapping[str, Mapping[str, Any]] = table["values"]
+        order: Mapping[str, list[str]] = table["order"]
+        by_name = {s.name: s for s in snap.stores}
+        derived: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        stores: list[StoreSnapshot] = []
+        for s in snap.stores:
+            if _SEP in s.name:
+                continue
+            if s.name not in order:
+                stores.append(s)
+                continue
+            data = s.data
+            pids = _prefab_ids(snap, s.entities)
+            fields = [f for f in order[s.name] if f not in (data.dtype.names or ())]
+            columns: dict[str, np.ndarray] = {}
+            for field in fields:
+                extra = by_name[f"{s.name}{_SEP}{field}"]
+                column = np.zeros((s.n, *extra.data.dtype[field].shape),
+                                  extra.data.dtype[field].base)
+                from_prefab = np.zeros(s.n, bool)
+                for pid_text, value in values[f"{s.name}.{field}"].items():
+                    rows = pids == np.uint64(int(pid_text))
+                    column[rows] = np.asarray(value, dtype=column.dtype)
+                    from_prefab |= rows
+                row_of = np.argsort(s.entities, kind="stable")
+                at = np.searchsorted(s.entities[row_of], extra.entities)
+                if (at >= s.n).any() or \
+                        (s.entities[row_of[np.minimum(at, s.n - 1)]] != extra.entities).any() \
+                        or len(np.unique(extra.entities)) != extra.n:
+                    raise _error(f"prefab-owned column {extra.name!r} names entities that "
+                                 f"have no {s.name!r} (or names one twice)")
+                rows = row_of[at]
+                column[rows] = extra.data[field]
+                from_prefab[rows] = False
+                missing = ~from_prefab
+                missing[rows] = False
+                if missing.any():
+                    raise _error(f"{s.name}.{field}: {int(missing.sum())} row(s) have neither "
+                                 f"a stored value nor a prefab value")
+                columns[field] = column
+                derived[(s.name, field)] = (np.flatnonzero(from_prefab), pids[from_prefab])
+            full_dtype = np.dtype([(n, data.dtype.fields[n][0]) if n in data.dtype.names  # type: ignore[index]
+                                   else (n, columns[n].dtype, columns[n].shape[1:])
+                                   for n in order[s.name]])
+            rows_out = np.empty(s.n, full_dtype)
+            for n in order[s.name]:
+                rows_out[n] = columns[n] if n in columns else data[n]
+            rows_out.flags.writeable = False
+            stores.append(dataclasses.replace(s, chunks=(rows_out,)))
+        table_names = {int(k): str(v) for k, v in names.items()}
+    except SaveFileError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise _error(f"the save's prefab table is malformed ({type(exc).__name__}: {exc})") \
+            from None
+    resources = {k: v for k, v in snap.resources.items() if k != RESERVED}
+    joined = dataclasses.replace(snap, stores=tuple(stores), resources=resources)
+    return joined, Derived(derived, table_names)
+
+
+def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
+             types: Mapping[str, type]) -> Snapshot:
+    """Replace every row that came from a prefab with the *current* prefab's value.
+
+    ``types`` maps saved component names to this world's types (renames resolved).
+    ``SaveFileError`` naming the prefab if the registry no longer has one the save uses.
+    """
+    names = derived.names
+    try:
+        used = np.unique(snap.store(_PREFAB_OF).data["id"])
+    except KeyError:
+        used = np.zeros(0, np.uint64)
+    gone = [int(p) for p in used if prefabs.by_id(int(p)) is None]
+    if gone:
+        described = ", ".join(repr(names[p]) if p in names else f"id {p:#x}" for p in gone)
+        raise _error(f"the save uses prefab(s) {described} that the registry no longer "
+                     f"has; known prefabs are {prefabs.names}")
+    if not derived.rows:
+        return snap
+    stores = []
+    from ecs_engine.migrate import _fits
+
+    for s in snap.stores:
+        fields = [f for (name, f) in derived.rows if name == s.name]
+        if not fields or s.name not in types:
+            stores.append(s)
+            continue
+        schema = schema_of(types[s.name])
+        current = {old: new for new, old in schema.migration.renamed.items()}
+        rows_out = s.data.copy()
+        for field in fields:
+            rows, pids = derived.rows[(s.name, field)]
+            now = current.get(field, field)
+            if now not in schema.field_names:
+                continue  # the field is gone from the schema: migration drops it
+            unique, inverse = np.unique(pids, return_inverse=True)
+            column = rows_out[field]
+            for i, pid in enumerate(unique):
+                value = _prefab_value(prefabs.by_id(int(pid)), schema, now)
+                if value is None:
+                    continue  # the prefab no longer has this component: keep the saved value
+                target = column.dtype.base if column.dtype.shape else column.dtype
+                if not _fits(np.asarray(value).reshape(-1), target).all():
+                    raise _error(f"prefab {prefabs.by_id(int(pid)).name!r}: "  # type: ignore[union-attr]
+                                 f"{schema.name}.{now} = {value.tolist()} does not fit the "
+                                 f"saved {target}")
+                column[rows[inverse == i]] = value
+        rows_out.flags.writeable = False
+        stores.append(dataclasses.replace(s, chunks=(rows_out,)))
+    return dataclasses.replace(snap, stores=tuple(stores))
