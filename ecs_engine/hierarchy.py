@@ -18,6 +18,7 @@ import numpy as np
 from ecs_engine.component import component, field
 from ecs_engine.entity import KEY_DTYPE, NULL, Entity, key_slots, key_str
 from ecs_engine.storage import ComponentStore
+from ecs_engine.prefab import PrefabOf
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
@@ -33,7 +34,8 @@ class ChildOf:
     order: np.uint64 = field(editable=False)  # attach sequence: children are listed in it
 
 
-BUILTIN_COMPONENTS: dict[str, type] = {"ChildOf": ChildOf}  # resolvable by name on load
+# Engine-defined components: every world resolves them by name when loading.
+BUILTIN_COMPONENTS: dict[str, type] = {"ChildOf": ChildOf, "PrefabOf": PrefabOf}
 
 
 def gather_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
