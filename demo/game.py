@@ -424,7 +424,11 @@ class Game:
                 self.message = (f"load failed: {target} is a save of level {level!r}, "
                                 f"not {self.summary.name!r}")
                 return False
-            self._restore(snap, "load file", source="file")
+            # world.load re-derives prefab-owned fields from the current prefabs, so a
+            # re-balanced prefab reaches old saves (the file was just checked above).
+            start = self._clock()
+            self.world.load(target, prefabs=self.prefabs)
+            self.last_restore = Timing("load file", (self._clock() - start) * 1e6, snap.nbytes)
         except SaveFileError as exc:
             self.message = f"load failed: {exc}"
             return False

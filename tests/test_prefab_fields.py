@@ -194,3 +194,35 @@ def test_model(entities: list[tuple[bool, float | None]], new_speed: float) -> N
         loaded.load(path, prefabs=registry(speed=new_speed))
     np.testing.assert_array_equal(column(loaded, Stats, "speed"),
                                   np.array(expected, np.float32))
+
+
+def test_the_demo_picks_up_a_rebalanced_enemy_from_an_old_save(tmp_path: Path) -> None:
+    """Stock prefabs declare tuning as prefab data: a new enemy speed reaches a save."""
+    from ecs_engine.components import Enemy, Patrol, stock_prefabs
+    from ecs_engine.demo.game import Game
+
+    game = Game("demo", save_dir=tmp_path)
+    for _ in range(5):
+        game.tick()
+    assert game.save_file()
+    with game.world.query(Patrol, Enemy, readonly=(Patrol, Enemy)) as q:
+        saved_speed = q[Patrol]["speed"].copy()
+    assert len(saved_speed) > 0
+
+    rebalanced = stock_prefabs()
+    enemy = rebalanced["enemy"]
+    comps = [Patrol(speed=11.0) if isinstance(c, Patrol) else c for c in enemy.components]
+    patched = PrefabRegistry()
+    for name in rebalanced.names:
+        p = rebalanced[name]
+        patched.register(name, *(comps if name == "enemy" else p.components),
+                         aliases=p.aliases)
+    later = Game("demo", save_dir=tmp_path)
+    later.prefabs = patched
+    assert later.load_file(), later.message
+    with later.world.query(Patrol, Enemy, readonly=(Patrol, Enemy)) as q:
+        speeds = q[Patrol]["speed"]
+        # level parameters (the .lvl gives some enemies their own speed) are overrides
+        level_set = saved_speed != np.float32(4.0)
+        np.testing.assert_array_equal(speeds[~level_set], 11.0)
+        np.testing.assert_array_equal(speeds[level_set], saved_speed[level_set])
