@@ -366,19 +366,6 @@ def _build_schema(cls: type, name: str) -> ComponentSchema:
     return partial
 
 
-_C = TypeVar("_C", bound=type)
-
-
-@overload
-def component(cls: _C, /) -> _C: ...
-@overload
-def component(*, name: str | None = None, renamed: Mapping[str, str] | None = None,
-              formerly: str | tuple[str, ...] = (),
-              convert: Mapping[str, Callable[[np.ndarray], Any]] | None = None,
-              migrate: Callable[[np.ndarray], Mapping[str, Any]] | None = None,
-              ) -> Callable[[_C], _C]: ...
-
-
 def _migration(name: str, fields: tuple[str, ...], renamed: Mapping[str, str] | None,
                formerly: str | tuple[str, ...],
                convert: Mapping[str, Callable[[np.ndarray], Any]] | None,
@@ -399,6 +386,19 @@ def _migration(name: str, fields: tuple[str, ...], renamed: Mapping[str, str] | 
         if not callable(fn):
             raise TypeError(f"component {name}: converters and migrate must be callables")
     return Migration(dict(renamed or {}), tuple(formerly), dict(convert or {}), migrate)
+
+
+_C = TypeVar("_C", bound=type)
+
+
+@overload
+def component(cls: _C, /) -> _C: ...
+@overload
+def component(*, name: str | None = None, renamed: Mapping[str, str] | None = None,
+              formerly: str | tuple[str, ...] = (),
+              convert: Mapping[str, Callable[[np.ndarray], Any]] | None = None,
+              migrate: Callable[[np.ndarray], Mapping[str, Any]] | None = None,
+              ) -> Callable[[_C], _C]: ...
 
 
 @dataclass_transform(field_specifiers=(field,))

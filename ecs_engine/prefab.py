@@ -108,7 +108,7 @@ class Prefab:
                 comps.append(ctype(**merged))
             except (TypeError, ValueError) as exc:
                 raise PrefabError(f"prefab {self.name!r}: {exc}") from exc
-        comps.append(PrefabOf(id=prefab_id(self.name)))
+        comps.append(as_component(PrefabOf(id=prefab_id(self.name))))
         return comps
 
 
@@ -136,6 +136,9 @@ class PrefabRegistry:
                 raise PrefabError(f"prefab {name!r}: PrefabOf is added by the registry")
             seen.add(ctype)
         prefab = Prefab(name, comps, tuple(aliases))
+        pid = prefab_id(name)
+        if pid in self._by_id and self._by_id[pid] != name:  # 2**-64: say so, never mix up
+            raise PrefabError(f"prefab names {name!r} and {self._by_id[pid]!r} share an id")
         for key in (name, *prefab.aliases):
             folded = key.casefold()
             if folded in self._lookup:

@@ -204,7 +204,8 @@ def join(snap: Snapshot) -> tuple[Snapshot, Derived]:
                                  f"a stored value nor a prefab value")
                 columns[field] = column
                 derived[(s.name, field)] = (np.flatnonzero(from_prefab), pids[from_prefab])
-            full_dtype = np.dtype([(n, data.dtype.fields[n][0]) if n in data.dtype.names  # type: ignore[index]
+            saved: Mapping[str, Any] = data.dtype.fields or {}
+            full_dtype = np.dtype([(n, saved[n][0]) if n in saved
                                    else (n, columns[n].dtype, columns[n].shape[1:])
                                    for n in order[s.name]])
             rows_out = np.empty(s.n, full_dtype)

@@ -186,7 +186,7 @@ def test_model(entities: list[tuple[bool, float | None]], new_speed: float) -> N
             world.get(key, Stats)["speed"] = write
             own = write
         follows = from_prefab and own == 4.0
-        expected.append(np.float32(new_speed) if follows else own)
+        expected.append(float(np.float32(new_speed)) if follows else own)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.sav"
         world.save(path)
