@@ -17,8 +17,8 @@ import numpy as np
 
 from ecs_engine.component import component, field
 from ecs_engine.entity import KEY_DTYPE, NULL, Entity, key_slots, key_str
-from ecs_engine.storage import ComponentStore
 from ecs_engine.prefab import PrefabOf
+from ecs_engine.storage import ComponentStore
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
