@@ -38,7 +38,10 @@ def key_generation(key: KeyLike) -> int:
 
 
 def format_key(key: KeyLike) -> str:
-    """A key as people read it, e.g. ``Entity(slot=3, gen=2)`` (how errors name keys)."""
+    """A key as people read it, e.g. ``Entity(slot=3, gen=2)`` or ``NULL`` (how errors and
+    reprs name keys)."""
+    if int(key) == 0:
+        return "NULL"
     return f"Entity(slot={key_slot(key)}, gen={key_generation(key)})"
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.entity import KeyLike, key_slot, key_str
+from ecs_engine.entity import KeyLike, format_key, key_slot, key_str
 
 if TYPE_CHECKING:
     from ecs_engine.slotmap import SlotMap
@@ -130,7 +130,17 @@ class Record:
 
     def __repr__(self) -> str:
         try:
-            inner = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
+            values = self.as_dict()
         except KeyError as exc:
             return f"<{self._store.schema.name} record: {exc.args[0]}>"
-        return f"{self._store.schema.name}({inner})"
+        shown = []
+        for spec in self._store.schema.fields:  # keys as Entity(slot=, gen=), not raw ints
+            value = values[spec.name]
+            if spec.is_entity:
+                value = (format_key(value) if not spec.shape else np.array2string(
+                    np.asarray(value, np.uint64), separator=", ", formatter={"int": format_key},
+                    max_line_width=1 << 30).replace("\n", ""))
+                shown.append(f"{spec.name}={value}")
+            else:
+                shown.append(f"{spec.name}={value!r}")
+        return f"{self._store.schema.name}({', '.join(shown)})"

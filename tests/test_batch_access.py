@@ -225,6 +225,22 @@ def test_format_key_is_exported_and_used_in_errors() -> None:
         world.get(a, Position)
 
 
+def test_records_print_keys_readably() -> None:
+    @component
+    class Links:
+        target: Entity = NULL
+        many: np.ndarray = field(Entity, shape=(2, 2))
+        hp: np.int16 = 3
+
+    world = World()
+    a = world.spawn()
+    b = world.spawn(Links(target=a, many=[[a, NULL], [NULL, a]]))
+    assert repr(world.get(b, Links)) == (
+        "Links(target=Entity(slot=0, gen=1), many=[[Entity(slot=0, gen=1), NULL], "
+        "[NULL, Entity(slot=0, gen=1)]], hp=3)")
+    assert format_key(NULL) == "NULL"
+
+
 # -- errors on the query path --------------------------------------------------------------
 def test_field_typo_in_a_query_names_the_components_and_their_fields() -> None:
     world, _, _ = make()

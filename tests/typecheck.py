@@ -55,7 +55,7 @@ def check_snippet(source: str, root: Path | None = None) -> tuple[int, str]:
     """Type-check one module of user code against the package: (exit status, report)."""
     from mypy import api
 
-    root = root or REPO / ".venv" / "typecheck_snippet"
+    root = root or REPO / ".venv" / "typecheck"  # the same module paths: mypy's cache holds
     build_tree(root)
     module = root / "snippet.py"
     module.write_text(source)
