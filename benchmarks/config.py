@@ -25,6 +25,8 @@ class SuiteConfig:
     map_shape: tuple[int, int] = (210, 520)  # the "real-world-size" map for exact (rows, cols)
     thesis_budget_s: float = 60.0  # the thesis port runs up to sizes that take less than this
     exact_budget_s: float = 30.0
+    scaleout_levels: int = 200  # shipped-size levels per validation batch (pool vs Ray)
+    scaleout_ticks: int = 120  # ticks each level is simulated for
     quick: bool = False
     isolate: bool = True  # run each job in a fresh process
     out_dir: Path = RESULTS_DIR
@@ -40,7 +42,8 @@ class SuiteConfig:
         """Small sizes: the whole suite in under a minute."""
         base = cls(sizes=(1_000, 10_000), timing=QUICK, budget_s=10.0, churn_n=10_000,
                    history=(10_000, 1_000, 60), level_sides=(64, 128, 256), map_shape=(210, 520),
-                   thesis_budget_s=5.0, exact_budget_s=5.0, quick=True)
+                   thesis_budget_s=5.0, exact_budget_s=5.0, scaleout_levels=20,
+                   scaleout_ticks=30, quick=True)
         return replace(base, **changes)
 
     def as_json(self) -> dict[str, Any]:

@@ -266,7 +266,34 @@ def t9(ix: Index) -> list[Outcome]:
     ]
 
 
-TARGETS: tuple[Callable[[Index], list[Outcome]], ...] = (t1, t2, t3, t4, t5, t6, t7, t8, t9)
+def t_scaleout(ix: Index) -> list[Outcome]:
+    """Levels validated per minute on a 2-worker pool; Ray's time over the pool's."""
+    rows = [r for key, r in ix.rows.items() if key[0] == "scaleout" and key[1] == "validate"]
+    if not rows:
+        return [Outcome("17", "batch level validation (pool, Ray)", SKIP, "-", "-", None,
+                        "scaleout not in this run")]
+    n = int(rows[0]["n"])
+    check = ix.get("scaleout", "check", "engine", n)
+    note = "" if check and check.get("status") == "ok" else "rows differ: results not trusted"
+    pool, ray = ix.median("scaleout", "validate", "pool", n), ix.median("scaleout", "validate",
+                                                                          "ray", n)
+    out = []
+    if pool is not None:
+        rate = n / pool * 60
+        ok = rate >= 1000 and not note
+        out.append(Outcome("17a", f"levels validated per minute, pool of 2 ({n} levels)",
+                           PASS if ok else FAIL, f"{rate:,.0f}/min", ">= 1,000/min",
+                           round(rate, 1), note))
+    if pool is not None and ray is not None:
+        value = ray / pool
+        out.append(Outcome("17b", "Ray / process pool on the same batch",
+                           PASS if value <= 1.3 and not note else FAIL, show_ratio(value),
+                           "<= 1.3x", round(value, 4), note))
+    return out
+
+
+TARGETS: tuple[Callable[[Index], list[Outcome]], ...] = (t1, t2, t3, t4, t5, t6, t7, t8, t9,
+                                                         t_scaleout)
 
 
 def evaluate(records: Iterable[Record]) -> list[Outcome]:

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m ecs_engine.demo",
         description="A platformer on the columnar ECS engine: run, jump, shoot; quicksave, "
                     "quickload, save files and rewind.",
-        epilog="Keys: A/D or arrows run, W/Up/Space jump, J/X shoot, hold R rewind, "
+        epilog="Subcommand: 'farm' runs many seeded headless games (farm --help). Keys: A/D or arrows run, W/Up/Space jump, J/X shoot, hold R rewind, "
                "F5 quicksave, F9 quickload, 1-4 pick the slot, Ctrl+S / Ctrl+L save / load "
                "the slot's file, F3 toggles the HUD, Esc quits.",
     )
@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns the process exit code (2 for usage/setup errors)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["farm"]:  # the simulation farm needs no window and no arcade
+        from ecs_engine.demo.farm import main as farm_main
+
+        return farm_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     headless = args.headless or bool(os.environ.get("ARCADE_HEADLESS"))

@@ -1,15 +1,25 @@
-"""Command line: ``python -m ecs_engine.levels inspect PATH [--method exact] [--out picture.png]``.
+"""Command line for level authors and level hosts.
 
-``PATH`` is a level folder, its ``.lvl`` file, or the name of a shipped level. Exit codes:
-0 success, 2 bad input (the :class:`LevelError` message goes to stderr).
+- ``python -m ecs_engine.levels inspect PATH [--method exact] [--out picture.png]``: load one
+  level, print its summary, draw its colliders. Exit codes: 0 success, 2 bad input (the
+  :class:`LevelError` message goes to stderr).
+- ``python -m ecs_engine.levels validate PATHS... [--workers N | --ray [ADDRESS]] [--out F]``:
+  validate many levels (parse, partition, spawn, simulate, check); one JSON line per level,
+  a summary on stderr, exit code 1 when any level failed.
+
+``PATH`` is a level folder, its ``.lvl`` file, or the name of a shipped level.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 from ecs_engine import World
 from ecs_engine.components import stock_prefabs
@@ -43,6 +53,97 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+_EDITOR_SUFFIXES = (".ldtk", ".tmx", ".tmj")
+
+
+def _expand(paths: list[str]) -> list[str]:
+    """Each argument is a level; a folder that is not a level stands for the levels in it."""
+    out: list[str] = []
+    for text in paths:
+        path = _level_path(text)
+        if path.is_dir() and not (path / "level.lvl").is_file():
+            children = sorted(c for c in path.iterdir()
+                              if (c / "level.lvl").is_file() or c.suffix in _EDITOR_SUFFIXES)
+            out.extend(str(c) for c in children)
+            if not children:
+                out.append(str(path))  # reported as a bad level, not silently skipped
+        else:
+            out.append(str(path))
+    return out
+
+
+def _progress(total: int, stream: TextIO) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A tqdm bar on a terminal; nothing when the output is a pipe or a file."""
+    if not stream.isatty():
+        return (lambda done: None), (lambda: None)
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="level", file=stream)
+    state = {"done": 0}
+
+    def update(done: int) -> None:
+        bar.update(done - state["done"])
+        state["done"] = done
+
+    return update, bar.close
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from ecs_engine.levels.validate import (
+        LevelPackage,
+        ValidateConfig,
+        config_dict,
+        pack_level,
+        validate_batch,
+    )
+    from ecs_engine.scaleout import run_batches
+
+    paths = _expand(args.paths)
+    config = ValidateConfig(ticks=args.ticks, method=args.method,
+                            thumbnail=args.thumbnail_size if args.thumbnails else 0,
+                            prefabs=args.prefabs, systems=args.systems, seed=args.seed)
+    start = time.perf_counter()
+    packages: list[LevelPackage] = []
+    rows_by_index: dict[int, dict[str, Any]] = {}
+    for i, path in enumerate(paths):
+        try:
+            packages.append(pack_level(path))
+        except LevelError as exc:  # unreadable: a row of its own, the rest still run
+            rows_by_index[i] = {"path": path, "ok": False, "error": str(exc), "entities": 0,
+                                "rectangles": 0, "ticks": 0, "state_hash": None, "ms": 0.0}
+    backend = "ray" if args.ray is not None else ("pool" if args.workers > 1 else "inline")
+    update, close = _progress(len(packages), sys.stderr)
+    try:
+        results = run_batches(validate_batch, packages, shared=config_dict(config),
+                              backend=backend, workers=args.workers,
+                              address=args.ray or None, batch_size=args.batch_size,
+                              progress=update)
+    finally:
+        close()
+    it = iter(results)
+    rows = [rows_by_index[i] if i in rows_by_index else next(it) for i in range(len(paths))]
+    out = open(args.out, "w") if args.out else sys.stdout  # noqa: SIM115 - closed below
+    try:
+        for index, row in enumerate(rows):
+            png = row.pop("thumbnail_png", None)
+            if png is not None:
+                args.thumbnails.mkdir(parents=True, exist_ok=True)
+                target = args.thumbnails / f"{index:05d}-{Path(row['path']).stem or 'level'}.png"
+                target.write_bytes(png)
+                row["thumbnail"] = str(target)
+            out.write(json.dumps(row) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    failed = sum(not r["ok"] for r in rows)
+    seconds = time.perf_counter() - start
+    rate = len(rows) / seconds * 60 if seconds > 0 else 0.0
+    print(f"validated {len(rows)} level(s) with {backend} ({args.workers} worker(s)): "
+          f"{len(rows) - failed} ok, {failed} failed, {seconds:.1f} s ({rate:.0f} per minute)",
+          file=sys.stderr)
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ecs_engine.levels",
                                      description="Level tools for the ecs-level format.")
@@ -58,7 +159,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-side", type=int, default=MAX_SIDE,
                    help=f"cap on the picture's longest side in pixels (default {MAX_SIDE})")
     sub.add_parser("list", help="list the shipped levels")
+    v = sub.add_parser("validate", help="validate many levels; one JSON line per level",
+                       description="Parse, partition, spawn and simulate each level, check "
+                                   "invariants; exit code 1 when any level failed.")
+    v.add_argument("paths", nargs="+", help="levels (folders, .lvl, .ldtk, Tiled maps, "
+                                            "shipped names) or folders of levels")
+    where = v.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=1,
+                       help="local worker processes (default 1: in this process)")
+    where.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                       help="run on Ray: a local instance, or the cluster at ADDRESS "
+                            "(e.g. auto, ray://head:10001)")
+    v.add_argument("--ray-cpus", type=int, default=None, help=argparse.SUPPRESS)
+    v.add_argument("--out", type=Path, default=None, help="JSON lines file (default stdout)")
+    v.add_argument("--ticks", type=int, default=120,
+                   help="ticks to simulate at 60 Hz (default 120)")
+    v.add_argument("--method", choices=("greedy", "exact"), default="greedy")
+    v.add_argument("--thumbnails", type=Path, default=None, metavar="DIR",
+                   help="write a PNG thumbnail per level into DIR")
+    v.add_argument("--thumbnail-size", type=int, default=256, help=argparse.SUPPRESS)
+    v.add_argument("--prefabs", default="ecs_engine.components:stock_prefabs",
+                   help="module:function returning the PrefabRegistry")
+    v.add_argument("--systems", default="ecs_engine.systems:add_platformer_systems",
+                   help="module:function adding the systems to a world")
+    v.add_argument("--seed", type=int, default=0, help="world rng seed")
+    v.add_argument("--batch-size", type=int, default=None, help="levels per task")
     args = parser.parse_args(argv)
+    if args.command == "validate":
+        if args.ray is not None:
+            args.workers = args.ray_cpus or os.cpu_count() or 1
+        if args.workers < 1 or args.ticks < 0:
+            parser.error("--workers must be >= 1 and --ticks >= 0")
+        return _validate(args)
     if args.command == "list":
         for name in shipped_levels():
             print(f"{name:<16}{shipped_level(name)}")
