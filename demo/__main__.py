@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m ecs_engine.demo",
         description="A platformer on the columnar ECS engine: run, jump, shoot; quicksave, "
                     "quickload, save files and rewind.",
-        epilog="Subcommand: 'farm' runs many seeded headless games (farm --help). Keys: A/D or arrows run, W/Up/Space jump, J/X shoot, hold R rewind, "
+        epilog="Subcommand: 'farm' runs many seeded headless games (farm --help). "
+               "Keys: A/D or arrows run, W/Up/Space jump, J/X shoot, hold R rewind, "
                "F5 quicksave, F9 quickload, 1-4 pick the slot, Ctrl+S / Ctrl+L save / load "
                "the slot's file, F3 toggles the HUD, Esc quits.",
     )

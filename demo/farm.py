@@ -30,7 +30,7 @@ from ecs_engine.components import Health, Player, Position, Score
 from ecs_engine.demo.game import INPUT_ACTIONS, Game, resolve_level
 from ecs_engine.levels import LevelError
 from ecs_engine.levels.validate import LevelPackage, pack_level
-from ecs_engine.scaleout import run_batches
+from ecs_engine.scaleout import Backend, run_batches
 
 __all__ = ["FarmConfig", "farm_batch", "main", "random_inputs", "start_state"]
 
@@ -59,7 +59,7 @@ def random_inputs(seed: int, frames: int) -> np.ndarray:
     return out
 
 
-def start_state(level: str | os.PathLike[str], start: str | os.PathLike[str] | None = None
+def start_state(level: str | os.PathLike[str], start: Path | None = None
                 ) -> tuple[LevelPackage, bytes]:
     """The packaged level and the start snapshot's bytes (the level's first tick, or the
     save file ``start``, which must belong to that level)."""
@@ -124,8 +124,8 @@ def farm_batch(shared: dict[str, Any], seeds: list[int]) -> list[dict[str, Any]]
 
 
 def farm(level: str | os.PathLike[str], seeds: range | list[int], config: FarmConfig, *,
-         backend: str = "inline", workers: int = 1, address: str | None = None,
-         start: str | os.PathLike[str] | None = None, batch_size: int | None = None,
+         backend: Backend = "inline", workers: int = 1, address: str | None = None,
+         start: Path | None = None, batch_size: int | None = None,
          progress: Any = None) -> list[dict[str, Any]]:
     """Run ``seeds`` on ``backend`` (``inline``, ``pool`` or ``ray``); rows in seed order."""
     package, snapshot = start_state(level, start)
@@ -133,7 +133,7 @@ def farm(level: str | os.PathLike[str], seeds: range | list[int], config: FarmCo
               "level": {"source": package.source, "entry": package.entry,
                         "files": dict(package.files)},
               "snapshot": snapshot}
-    return run_batches(farm_batch, list(seeds), shared=shared, backend=backend,  # type: ignore[arg-type]
+    return run_batches(farm_batch, list(seeds), shared=shared, backend=backend,
                        workers=workers, address=address, batch_size=batch_size,
                        progress=progress)
 
@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.frames < 1 or args.every < 0 or args.workers < 1:
         p.error("--frames and --workers must be >= 1, --every >= 0")
-    backend = "ray" if args.ray is not None else ("pool" if args.workers > 1 else "inline")
+    backend: Backend = ("ray" if args.ray is not None
+                        else "pool" if args.workers > 1 else "inline")
     workers = (os.cpu_count() or 1) if args.ray is not None else args.workers
     began = time.perf_counter()
     try:

@@ -12,6 +12,7 @@ Ray is imported only when the ``"ray"`` backend is chosen (``pip install 'ecs-en
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -94,9 +95,10 @@ def _iter_ray(func: Callable[[Any, list[Any]], list[Any]], shared: Any,
     started = False
     if not ray.is_initialized():
         if address:
-            ray.init(address=address, logging_level="WARNING", log_to_driver=True)
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True)
         else:
-            ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING")
+            ray.init(num_cpus=workers, include_dashboard=False,
+                     logging_level=logging.WARNING)
         started = True
     try:
         shared_ref = ray.put(shared)  # stored once; every task receives a reference to it

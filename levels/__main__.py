@@ -96,7 +96,7 @@ def _validate(args: argparse.Namespace) -> int:
         pack_level,
         validate_batch,
     )
-    from ecs_engine.scaleout import run_batches
+    from ecs_engine.scaleout import Backend, run_batches
 
     paths = _expand(args.paths)
     config = ValidateConfig(ticks=args.ticks, method=args.method,
@@ -111,7 +111,8 @@ def _validate(args: argparse.Namespace) -> int:
         except LevelError as exc:  # unreadable: a row of its own, the rest still run
             rows_by_index[i] = {"path": path, "ok": False, "error": str(exc), "entities": 0,
                                 "rectangles": 0, "ticks": 0, "state_hash": None, "ms": 0.0}
-    backend = "ray" if args.ray is not None else ("pool" if args.workers > 1 else "inline")
+    backend: Backend = ("ray" if args.ray is not None
+                        else "pool" if args.workers > 1 else "inline")
     update, close = _progress(len(packages), sys.stderr)
     try:
         results = run_batches(validate_batch, packages, shared=config_dict(config),

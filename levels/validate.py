@@ -120,7 +120,7 @@ def resolve(spec: str) -> Callable[..., Any]:
         raise ValueError(f"{spec!r}: {exc}") from None
     if not callable(target):
         raise ValueError(f"{spec!r} is not callable")
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 def _alive(world: World, keys: np.ndarray) -> np.ndarray:
