@@ -159,7 +159,20 @@ def synthetic(**scale: float) -> list[dict[str, Any]]:
              r("partition", "level", "thesis", cells, 60.0),
              r("partition", "map", "greedy", 520 * 210, 0.01, rects=100),
              r("partition", "map", "exact", 520 * 210, 0.5, rects=90)]
+    recs += [r("scaleout", "validate", "pool", 200, 10.0),
+             r("scaleout", "validate", "ray", 200, 11.0),
+             record("scaleout", "check", "engine", 200)]
     return recs
+
+
+def test_scaleout_targets_fail_when_slow_or_unverified() -> None:
+    slow = {o.id: o for o in evaluate(synthetic(**{"validate:pool": 2.0}))}
+    assert slow["17a"].status == FAIL  # 200 levels in 20 s is 600 per minute
+    ray_slow = {o.id: o for o in evaluate(synthetic(**{"validate:ray": 1.5}))}
+    assert ray_slow["17b"].status == FAIL
+    wrong = [rec for rec in synthetic() if rec["scenario"] != "scaleout" or rec["op"] != "check"]
+    wrong.append(record("scaleout", "check", "engine", 200, status="mismatch"))
+    assert {o.id: o for o in evaluate(wrong)}["17b"].status == FAIL
 
 
 def test_check_passes_when_every_ratio_is_met() -> None:
