@@ -100,6 +100,8 @@ def _defaults_as_field_calls(ctx: ClassDefContext) -> bool:
         if not (isinstance(stmt, AssignmentStmt) and stmt.new_syntax
                 and len(stmt.lvalues) == 1 and isinstance(stmt.lvalues[0], NameExpr)):
             continue
+        if stmt.lvalues[0].name.startswith("_"):
+            continue  # not a field: the decorator leaves underscore names alone
         rvalue = stmt.rvalue
         if (isinstance(rvalue, TempNode) or _is_call_of(rvalue, FIELD)
                 or _is_call_of(rvalue, FIELD_DEFAULT)):
@@ -138,6 +140,8 @@ def _widen_init(ctx: ClassDefContext) -> bool:
         extra.append(inst)
     args: list[Argument] = []
     for arg in sym.node.arguments[1:]:  # [0] is self
+        if arg.variable.name.startswith("_"):
+            continue  # class attributes, not fields: the constructor refuses them
         declared = arg.type_annotation or AnyType(TypeOfAny.unannotated)
         kind = ARG_OPT if arg.kind in (ARG_POS, ARG_OPT, ARG_NAMED, ARG_NAMED_OPT) else arg.kind
         args.append(Argument(arg.variable, make_simplified_union([declared, *extra]),

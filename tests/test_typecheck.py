@@ -53,6 +53,27 @@ def test_wrong_constructor_use_is_a_mypy_error(code: str, message: str) -> None:
     assert status == 1 and message in report, report
 
 
+def test_underscore_names_are_class_attributes_not_fields() -> None:
+    status, report = check_snippet(SNIPPET_HEADER + """
+@component
+class Tuned:
+    speed: np.float32 = 1.0
+    _label: str = "fast"
+
+Tuned(speed=2)
+""")
+    assert status == 0, report
+    status, report = check_snippet(SNIPPET_HEADER + """
+@component
+class Tuned:
+    speed: np.float32 = 1.0
+    _label: str = "fast"
+
+Tuned(_label="slow")
+""")
+    assert status == 1 and 'Unexpected keyword argument "_label"' in report, report
+
+
 def test_a_class_body_default_that_is_no_value_is_a_mypy_error() -> None:
     status, report = check_snippet(SNIPPET_HEADER + """
 @component
