@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
+from ecs_engine.memcopy import root_of
 from ecs_engine.snapshot import Snapshot, is_current
 
 if TYPE_CHECKING:
@@ -16,6 +17,8 @@ class History:
 
     Consecutive snapshots share every part that did not change, so a mostly static world
     costs about one copy of its static stores plus the moving parts per snapshot.
+    ``nbytes`` counts the memory actually held: a snapshot's copies live in one buffer,
+    which stays whole while any part of it is still shared.
     """
 
     def __init__(self, capacity: int = 600, max_bytes: int | None = None) -> None:
@@ -24,7 +27,7 @@ class History:
         self.capacity = capacity
         self.max_bytes = max_bytes
         self._snaps: deque[Snapshot] = deque()
-        self._refs: dict[int, list[int]] = {}  # id(array) -> [references, nbytes]
+        self._refs: dict[int, list[int]] = {}  # id(buffer) -> [references, nbytes]
         self.nbytes = 0  # unique bytes held; shared arrays count once
 
     def __len__(self) -> int:
@@ -36,19 +39,21 @@ class History:
 
     def _hold(self, snap: Snapshot) -> None:
         for arr in snap.arrays():
-            entry = self._refs.get(id(arr))
+            buf = root_of(arr)
+            entry = self._refs.get(id(buf))
             if entry is None:
-                self._refs[id(arr)] = [1, arr.nbytes]
-                self.nbytes += arr.nbytes
+                self._refs[id(buf)] = [1, buf.nbytes]
+                self.nbytes += buf.nbytes
             else:
                 entry[0] += 1
 
     def _drop(self, snap: Snapshot) -> None:
         for arr in snap.arrays():
-            entry = self._refs[id(arr)]
+            key = id(root_of(arr))
+            entry = self._refs[key]
             entry[0] -= 1
             if entry[0] == 0:
-                del self._refs[id(arr)]
+                del self._refs[key]
                 self.nbytes -= entry[1]
 
     def record(self, world: World) -> Snapshot:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.memcopy import as_bytes, clone, copy_into
+from ecs_engine.memcopy import as_bytes, copy_into, pack_copies
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
@@ -137,62 +137,91 @@ class RestoreEvent:
     previous_tick: int
 
 
-def _copy_chunks(store: ComponentStore, old: StoreSnapshot | None,
-                 ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-    """The store's live rows as chunks; chunks whose version did not move since ``old``
-    (same layout) are shared with it."""
+Pending = int  # index into the list of arrays a snapshot copies in one batch
+
+
+def _plan_chunks(store: ComponentStore, old: StoreSnapshot | None, pending: list[np.ndarray],
+                 ) -> tuple[list[np.ndarray | Pending], np.ndarray]:
+    """The store's live rows as chunks: chunks whose version did not move since ``old``
+    (same layout) are shared with it, the others are queued in ``pending``."""
     n = store.n
     count = max(1, -(-n // CHUNK_ROWS))
     live = store.chunk_versions[:count]
     same_rows = (old is not None and old.chunk_versions is not None
                  and old.layout_version == store.layout_version and len(old.chunks) == count)
-    chunks = []
+    chunks: list[np.ndarray | Pending] = []
     for i in range(count):
         if same_rows and old is not None and old.chunk_versions is not None and (
                 old.chunk_versions[i] == live[i]):
             chunks.append(old.chunks[i])
         else:
-            chunks.append(_frozen(clone(store.data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)])))
-    return tuple(chunks), _frozen(live.copy())
+            pending.append(store.data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)])
+            chunks.append(len(pending) - 1)
+    return chunks, _frozen(live.copy())
+
+
+def _queue(pending: list[np.ndarray], arr: np.ndarray) -> Pending:
+    pending.append(arr)
+    return len(pending) - 1
 
 
 def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
-    """Copy the world's state, sharing parts unchanged since ``previous``."""
+    """Copy the world's state, sharing parts unchanged since ``previous``.
+
+    Everything that must be copied is copied in one batch into one allocation
+    (:func:`pack_copies`), so a snapshot costs one allocation however many chunks moved.
+    """
     reuse: dict[str, StoreSnapshot] = {}
-    if previous is not None and previous.origin is world._versions:
-        reuse = {s.name: s for s in previous.stores}
-    stores = []
+    own_previous = previous is not None and previous.origin is world._versions
+    if own_previous:
+        reuse = {s.name: s for s in previous.stores}  # type: ignore[union-attr]
+    pending: list[np.ndarray] = []
+    plans = []
     group_of = {id(g): g for g in world._groups}
+    hw = world._slots.high_water
     for ctype, store in world._stores.items():
         name = store.schema.name
         old = reuse.get(name)
+        entities: np.ndarray | Pending
+        sparse: np.ndarray | Pending | None
         if old is not None and old.layout_version == store.layout_version:
             entities, sparse = old.entities, old.sparse
         else:
-            entities = _frozen(clone(store.entities[: store.n]))
-            hw = world._slots.high_water
+            entities = _queue(pending, store.entities[: store.n])
             # Dense stores keep their index: restoring it is a memcpy, not a scatter.
-            sparse = _frozen(clone(store.sparse[:hw])) if store.n * 8 >= hw else None
+            sparse = _queue(pending, store.sparse[:hw]) if store.n * 8 >= hw else None
+        chunks: list[np.ndarray | Pending] | tuple[np.ndarray, ...]
         if old is not None and old.data_version == store.data_version:
             chunks, chunk_versions = old.chunks, old.chunk_versions
         else:
-            chunks, chunk_versions = _copy_chunks(store, old)
+            chunks, chunk_versions = _plan_chunks(store, old, pending)
         in_group = store.owner is not None and id(store.owner) in group_of
-        stores.append(StoreSnapshot(name, chunks, entities, store.group_size if in_group else 0,
-                                    store.data_version, store.layout_version, ctype, sparse,
-                                    chunk_versions))
+        plans.append((ctype, store, name, chunks, entities, sparse, chunk_versions,
+                      store.group_size if in_group else 0))
     slotmap = world._slots
-    if previous is not None and previous.origin is world._versions and (
-        previous.slot_version == slotmap.version
-    ):
-        slots = previous.slots
+    shared_slots: SlotTable | None = None
+    pending_slots: tuple[Pending, Pending, Pending] = (0, 0, 0)
+    if own_previous and previous.slot_version == slotmap.version:  # type: ignore[union-attr]
+        shared_slots = previous.slots  # type: ignore[union-attr]
     else:
-        table = slotmap.table()
-        slots = SlotTable(_frozen(table.generations), _frozen(table.alive), _frozen(table.free))
+        pending_slots = (_queue(pending, slotmap.generations[:hw]),
+                         _queue(pending, slotmap.alive[:hw]),
+                         _queue(pending, slotmap.free[: slotmap.n_free]))
+    copies = pack_copies(pending)
+
+    def done(x: np.ndarray | Pending) -> np.ndarray:
+        return copies[x] if isinstance(x, int) else x
+
+    stores = []
+    for ctype, store, name, chunks, entities, sparse, chunk_versions, group_size in plans:
+        stores.append(StoreSnapshot(
+            name, tuple(done(c) for c in chunks), done(entities), group_size,
+            store.data_version, store.layout_version, ctype,
+            None if sparse is None else done(sparse), chunk_versions))
     groups = tuple(tuple(s.schema.name for s in g.stores) for g in world._groups)
     return Snapshot(
         stores=tuple(stores),
-        slots=slots,
+        slots=shared_slots or SlotTable(*(copies[i] for i in pending_slots)),
         groups=groups,
         resources=copy.deepcopy(world.resources),
         tick=world.tick,
