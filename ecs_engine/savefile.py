@@ -1,8 +1,10 @@
 """Save files: a snapshot as one msgpack stream with raw column bins and a checksum.
 
 The layout is documented byte by byte in ``SAVE_FORMAT.md``. Saving computes the size
-first, fills one preallocated buffer (small msgpack pieces plus each column copied straight
-from the snapshot's arrays) and hashes it chunk by chunk while the bytes are still in cache.
+first, then streams the file front to back: small msgpack pieces, contiguous columns
+straight from the snapshot's arrays and fields of structured rows gathered through a small
+scratch buffer, hashing each piece while it is still in cache (``to_bytes`` fills one
+preallocated buffer the same way).
 Loading checks magic, version, size and checksum before parsing anything else, parses the
 metadata with a bounded ``msgpack.Unpacker`` and reads every column as a zero-copy view
 into the file's buffer. Nothing on load executes code, and no declared length can make it
@@ -16,7 +18,7 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgpack
 import numpy as np
@@ -24,6 +26,7 @@ import xxhash
 
 from ecs_engine.atomicfile import write_atomic
 from ecs_engine.entity import KEY_DTYPE
+from ecs_engine.memcopy import as_bytes
 from ecs_engine.savevalues import (
     BIT_GENERATORS,
     check_value,
@@ -145,65 +148,105 @@ def _meta(snap: Snapshot) -> tuple[dict[str, Any], list[tuple[_Column, list[np.n
 
 
 class _Writer:
-    """Fills a preallocated buffer front to back, hashing each chunk right after it."""
+    """Produces a save front to back, hashing each piece right after producing it (while
+    it is in cache).
 
-    def __init__(self, size: int) -> None:
-        self.buf = np.empty(size, np.uint8)
+    Into a buffer (``file=None``): pieces are copied into one preallocated array. Into a
+    file: contiguous little-endian columns (keys, slot tables) are written straight from
+    the snapshot's arrays, and a field of structured rows is gathered through a small
+    reused scratch buffer, so a save never builds the whole file in memory.
+    """
+
+    def __init__(self, size: int, file: BinaryIO | None = None) -> None:
+        self.size = size
+        self.file = file
+        self.buf = np.empty(size if file is None else 0, np.uint8)
+        self.scratch = np.empty(CHUNK if file is not None else 0, np.uint8)
         self.pos = 0
-        self.hashed = 0
         self.hasher = xxhash.xxh3_64()
 
-    def _hash(self, final: bool = False) -> None:
-        if self.pos - self.hashed >= CHUNK or (final and self.pos > self.hashed):
-            self.hasher.update(self.buf[self.hashed : self.pos].data)
-            self.hashed = self.pos
+    def _space(self, nbytes: int) -> np.ndarray:
+        """Writable bytes for the next ``nbytes`` of the file (``nbytes <= CHUNK`` when
+        writing to a file)."""
+        if self.file is None:
+            return self.buf[self.pos : self.pos + nbytes]
+        return self.scratch[:nbytes]
+
+    def _commit(self, piece: np.ndarray | memoryview) -> None:
+        """Hash the next bytes of the file (already in ``_space`` or given) and send them."""
+        view = piece if isinstance(piece, memoryview) else piece.data
+        self.hasher.update(view)
+        if self.file is not None:
+            self.file.write(view)
+        elif not np.shares_memory(self.buf[self.pos : self.pos + 1], piece):
+            self.buf[self.pos : self.pos + len(view)] = np.frombuffer(view, np.uint8)
+        self.pos += len(view)
 
     def put(self, piece: bytes) -> None:
-        end = self.pos + len(piece)
-        self.buf[self.pos : end] = np.frombuffer(piece, np.uint8)
-        self.pos = end
-        self._hash()
+        self._commit(memoryview(piece))
 
     def put_column(self, col: _Column, pieces: Sequence[np.ndarray]) -> None:
-        """Copy ``pieces`` (consecutive row ranges, each rows x shape, maybe strided) as
+        """Write ``pieces`` (consecutive row ranges, each rows x shape, maybe strided) as
         contiguous little-endian bytes, after alignment padding and the bin header."""
         self.put(b"\xc0" * _pad(self.pos, col.nbytes) + _bin_header(col.nbytes))
         if col.nbytes == 0:
             return
-        start, row_bytes = self.pos, col.nbytes // col.rows
-        out = self.buf[start : start + col.nbytes].view(col.dtype)
-        out = out.reshape((col.rows, *col.shape))
+        row_bytes = col.nbytes // col.rows
         step = max(1, CHUNK // row_bytes)
-        first = 0
+        done = 0
         for src in pieces:
+            if (self.file is not None and src.dtype == col.dtype and src.flags.c_contiguous
+                    and src.shape[1:] == col.shape):
+                flat = as_bytes(src)  # already the column's bytes: no copy
+                for at in range(0, flat.size, CHUNK):
+                    self._commit(flat[at : at + CHUNK])
+                done += len(src)
+                continue
             for r in range(0, len(src), step):
                 stop = min(len(src), r + step)
-                np.copyto(out[first + r : first + stop], src[r:stop])
-                self.pos = start + (first + stop) * row_bytes
-                self._hash()
-            first += len(src)
-        if first != col.rows:
-            raise AssertionError(f"save writer: {col.label} has {first} of {col.rows} rows")
+                space = self._space((stop - r) * row_bytes)
+                np.copyto(space.view(col.dtype).reshape((stop - r, *col.shape)), src[r:stop])
+                self._commit(space)
+            done += len(src)
+        if done != col.rows:
+            raise AssertionError(f"save writer: {col.label} has {done} of {col.rows} rows")
 
     def finish(self) -> np.ndarray:
-        self._hash(final=True)
-        self.put(struct.pack(">BQ", 0xCF, self.hasher.intdigest()))
-        if self.pos != len(self.buf):
-            raise AssertionError(f"save writer: wrote {self.pos} of {len(self.buf)} bytes")
+        checksum = struct.pack(">BQ", 0xCF, self.hasher.intdigest())
+        if self.file is not None:
+            self.file.write(checksum)
+        else:
+            self.buf[self.pos :] = np.frombuffer(checksum, np.uint8)
+        self.pos += len(checksum)
+        if self.pos != self.size:
+            raise AssertionError(f"save writer: wrote {self.pos} of {self.size} bytes")
         return self.buf
 
 
-def _encode(snap: Snapshot) -> np.ndarray:
+@dataclass(frozen=True)
+class _Plan:
+    """Everything a save needs, checked (resources encodable) before any byte is written."""
+
+    size: int
+    meta: bytes
+    columns: list[tuple[_Column, list[np.ndarray]]]
+
+
+def _plan(snap: Snapshot) -> _Plan:
     meta, columns = _meta(snap)
     meta_bytes = msgpack.Packer(use_bin_type=True, strict_types=True).pack(meta)
     total = len(_header(0)) + len(meta_bytes)
     for col, _ in columns:
         total += _pad(total, col.nbytes) + len(_bin_header(col.nbytes)) + col.nbytes
-    total += CHECKSUM_SIZE
-    writer = _Writer(total)
-    writer.put(_header(total))
-    writer.put(meta_bytes)
-    for col, src in columns:
+    return _Plan(total + CHECKSUM_SIZE, meta_bytes, columns)
+
+
+def _encode(plan: _Plan, file: BinaryIO | None = None) -> np.ndarray:
+    """The save bytes: into a new buffer, or written to ``file``."""
+    writer = _Writer(plan.size, file)
+    writer.put(_header(plan.size))
+    writer.put(plan.meta)
+    for col, src in plan.columns:
         writer.put_column(col, src)
     return writer.finish()
 
@@ -212,7 +255,7 @@ def encode_snapshot(snap: Snapshot) -> memoryview:
     """The snapshot as save-file bytes: a read-only memoryview over one fresh buffer
     (bytes-like; ``bytes(...)`` copies it). ``TypeError`` for resources that cannot be
     saved, naming the offending entry."""
-    return _encode(snap).data.toreadonly()
+    return _encode(_plan(snap)).data.toreadonly()
 
 
 def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
@@ -220,8 +263,8 @@ def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
     file or the new one, and several worlds saving to one path at once leave one complete
     save. Writes a temp file of its own next to ``path`` (created exclusively, never
     through a link), fsyncs it, renames it over ``path`` and fsyncs the folder."""
-    buf = _encode(snap)
-    write_atomic(path, lambda f: f.write(buf.data))
+    plan = _plan(snap)  # a resource that cannot be saved fails here, before any file exists
+    write_atomic(path, lambda f: _encode(plan, f))
 
 
 # -- reading ---------------------------------------------------------------------------

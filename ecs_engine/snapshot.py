@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.memcopy import as_bytes, copy_into, pack_copies
+from ecs_engine.memcopy import as_bytes, copy_into, pack_copies, root_of
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
@@ -348,18 +348,42 @@ def _rng_for(world: World, snap: Snapshot) -> np.random.Generator:
     return np.random.Generator(bitgen)
 
 
+def _address(arr: np.ndarray) -> int:
+    """Where ``arr``'s first byte is (via a byte view: cheap for structured dtypes)."""
+    return int(as_bytes(arr).__array_interface__["data"][0])
+
+
 def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
     """Copy back the chunks whose version differs from the live one (all of them after
-    a layout change, which moves every chunk's version)."""
+    a layout change, which moves every chunk's version). Consecutive chunks that sit
+    back to back in the snapshot's buffer (copied by one snapshot) go in one memcpy."""
     live = store.chunk_versions
     saved = s.chunk_versions
+    chunks = s.chunks
     if store.data.dtype.itemsize:
-        dst = as_bytes(store.data)  # one flat byte view: each chunk is then a plain memcpy
+        dst = as_bytes(store.data)  # one flat byte view: each run is then a plain memcpy
         step = CHUNK_ROWS * store.data.dtype.itemsize
-        for i, chunk in enumerate(s.chunks):
-            if saved is None or live[i] != saved[i]:
-                src = as_bytes(chunk)
-                dst[i * step : i * step + src.size] = src
+        todo = (list(range(len(chunks))) if saved is None
+                else np.flatnonzero(live[: len(saved)] != saved).tolist())
+        i = 0
+        while i < len(todo):
+            first = todo[i]
+            start = _address(chunks[first])
+            end = start + chunks[first].nbytes
+            owner = root_of(chunks[first])
+            j = i + 1
+            while (j < len(todo) and todo[j] == todo[j - 1] + 1
+                   and _address(chunks[todo[j]]) == end and root_of(chunks[todo[j]]) is owner):
+                end += chunks[todo[j]].nbytes
+                j += 1
+            if j == i + 1:
+                src = as_bytes(chunks[first])
+            else:  # one span of the buffer the run's chunks are views into
+                buf = as_bytes(owner)
+                at = start - _address(buf)
+                src = buf[at : at + end - start]
+            dst[first * step : first * step + src.size] = src
+            i = j
     if saved is not None:
         live[: len(saved)] = saved
     store.data_version = s.data_version
