@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ecs_engine.memcopy import root_of
 from ecs_engine.snapshot import Snapshot, is_current
 
@@ -47,25 +49,41 @@ class History:
             else:
                 entry[0] += 1
 
-    def _drop(self, snap: Snapshot) -> None:
+    def _drop(self, snap: Snapshot) -> list[np.ndarray]:
+        """Forget ``snap``; returns the buffers no snapshot left in the history uses."""
+        freed = []
         for arr in snap.arrays():
-            key = id(root_of(arr))
-            entry = self._refs[key]
+            buf = root_of(arr)
+            entry = self._refs[id(buf)]
             entry[0] -= 1
             if entry[0] == 0:
-                del self._refs[key]
+                del self._refs[id(buf)]
                 self.nbytes -= entry[1]
+                freed.append(buf)
+        return freed
 
     def record(self, world: World) -> Snapshot:
-        """Snapshot the world and keep it; evicts the oldest beyond the bounds."""
+        """Snapshot the world and keep it; evicts the oldest beyond the bounds.
+
+        A full ring evicts first, and evicted buffers go to the world's pool, so the new
+        snapshot can copy into memory the evicted one used (no page faults) when nothing
+        else still references it."""
+        if world._open_queries:
+            raise RuntimeError("cannot snapshot while a query is open")
+        while len(self._snaps) >= self.capacity:
+            self._evict(world)
         snap = world.snapshot()
         self._snaps.append(snap)
         self._hold(snap)
-        while len(self._snaps) > self.capacity or (
-            self.max_bytes is not None and self.nbytes > self.max_bytes and len(self._snaps) > 1
-        ):
-            self._drop(self._snaps.popleft())
+        while self.max_bytes is not None and self.nbytes > self.max_bytes and len(
+            self._snaps
+        ) > 1:
+            self._evict(world)
         return snap
+
+    def _evict(self, world: World) -> None:
+        for buf in self._drop(self._snaps.popleft()):
+            world._buffers.offer(buf)
 
     def rewind(self, world: World) -> Snapshot | None:
         """Step back: forget the snapshots equal to the live state, restore the newest one

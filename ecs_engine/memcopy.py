@@ -6,6 +6,8 @@ viewing contiguous arrays as bytes makes the same copy a plain memcpy.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 
@@ -36,20 +38,74 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
 PACK_ALIGN = 64  # bytes: each packed copy starts on a cache line
 
 
-def pack_copies(sources: list[np.ndarray]) -> list[np.ndarray]:
-    """Read-only copies of C-contiguous ``sources``, all views into one new allocation.
+class BufferPool:
+    """Snapshot buffers one world may reuse once nothing references them any more.
+
+    Copying into memory that was used before costs no page faults, so snapshots taken and
+    dropped in a steady rhythm (a History evicting its oldest, a quicksave replaced) copy
+    at memcpy speed. The pool keeps the ``keep`` most recent large buffers; one is reused
+    only when the pool holds the last reference to it (no snapshot, view or memoryview
+    of it is alive anywhere) and the request needs at least half of it. So it retains at
+    most ``keep`` buffers nobody else uses (``clear()`` lets them go).
+    """
+
+    MIN_BYTES = 1 << 20  # smaller buffers are cheap to allocate: not pooled
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._buffers: list[np.ndarray] = []
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` of writable memory (contents undefined)."""
+        if nbytes >= self.MIN_BYTES:
+            for i in range(len(self._buffers)):
+                # 2 references: the list's and getrefcount's argument; any view, snapshot
+                # or exported buffer of it adds one
+                if (nbytes <= self._buffers[i].size <= 2 * nbytes
+                        and sys.getrefcount(self._buffers[i]) == 2):
+                    buf = self._buffers.pop(i)
+                    self._buffers.append(buf)  # most recent last
+                    return buf[:nbytes]
+        buf = np.empty(nbytes, np.uint8)
+        self.offer(buf)
+        return buf
+
+    def offer(self, buf: np.ndarray) -> None:
+        """Let the pool reuse ``buf`` (an owning uint8 array) once it is unreferenced."""
+        if buf.size < self.MIN_BYTES or buf.base is not None or buf.dtype != np.uint8:
+            return
+        if not any(b is buf for b in self._buffers):
+            self._buffers.append(buf)
+            del self._buffers[: -self.keep]
+
+    def clear(self) -> None:
+        self._buffers.clear()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self._buffers)
+
+
+def pack_copies(sources: list[np.ndarray], pool: BufferPool | None = None
+                ) -> list[np.ndarray]:
+    """Read-only copies of C-contiguous ``sources``, all views into one allocation (from
+    ``pool`` when given).
 
     One large allocation page-faults far less than many small ones (numpy asks the kernel
-    for huge pages for large buffers; 256 KB pieces each take their own faults), so a
-    snapshot copying many chunks runs at memcpy speed also when snapshots are taken and
-    dropped the way a game does. The buffer lives as long as any of the copies.
+    for huge pages for large buffers; 256 KB pieces each take their own faults), and a
+    recycled one not at all, so a snapshot copying many chunks runs at memcpy speed also
+    when snapshots are taken and dropped the way a game does. The buffer lives as long as
+    any of the copies.
     """
     offsets = []
     total = 0
     for a in sources:
         offsets.append(total)
         total += -(-a.nbytes // PACK_ALIGN) * PACK_ALIGN
-    buf = np.empty(total, np.uint8)
+    room = total + PACK_ALIGN  # to start on a cache line wherever the allocation lands
+    raw = pool.take(room) if pool is not None else np.empty(room, np.uint8)
+    skip = -int(raw.__array_interface__["data"][0]) % PACK_ALIGN
+    buf = raw[skip : skip + total]
     out = []
     for a, at in zip(sources, offsets, strict=True):
         if a.nbytes == 0:

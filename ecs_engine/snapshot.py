@@ -207,7 +207,7 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
         pending_slots = (_queue(pending, slotmap.generations[:hw]),
                          _queue(pending, slotmap.alive[:hw]),
                          _queue(pending, slotmap.free[: slotmap.n_free]))
-    copies = pack_copies(pending)
+    copies = pack_copies(pending, world._buffers)
 
     def done(x: np.ndarray | Pending) -> np.ndarray:
         return copies[x] if isinstance(x, int) else x
@@ -236,8 +236,9 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
 
     Linear time: uniqueness is checked by marking slots, not by sorting.
     """
-    from ecs_engine.entity import SLOT_BITS, key_slots
+    from ecs_engine.entity import SLOT_BITS
     from ecs_engine.savefile import SaveFileError
+    from ecs_engine.storage import key_slots_view
 
     table = snap.slots
     hw = len(table.generations)
@@ -268,7 +269,7 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
                                 f"[0, {s.n}]")
         if not s.n:
             continue
-        slots = key_slots(s.entities)
+        slots = key_slots_view(s.entities)  # a strided view of the keys: no copy
         if slots.max() >= hw or not np.array_equal(live[slots], s.entities):
             raise SaveFileError(f"component {s.name!r}: holds entities the slot table says "
                                 f"are not alive")
@@ -295,7 +296,7 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]) -> N
         # (queries over the group read only the prefix, so one outside would be skipped).
         counts = np.zeros(hw, np.uint8)
         for n in names:
-            counts[key_slots(by_name[n].entities)] += 1  # slots are distinct per store
+            counts[key_slots_view(by_name[n].entities)] += 1  # slots are distinct per store
         members = int(np.count_nonzero(counts == len(names)))
         if members != size:
             raise SaveFileError(f"group {list(names)}: {members - size} entities have every "

@@ -28,6 +28,7 @@ from ecs_engine.entity import (
 )
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
+from ecs_engine.memcopy import BufferPool
 from ecs_engine.query import Query
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
@@ -75,6 +76,7 @@ class World:
         self.auto_group = auto_group
         self._restore_callbacks: list[Callable[[World, RestoreEvent], Any]] = []
         self._last_snapshot: weakref.ref[Snapshot] | None = None
+        self._buffers = BufferPool()  # snapshot memory to reuse once nothing holds it
         self.resources: dict[str, Any] = {}
         # Derived state systems rebuild from the columns (spatial grids, GPU buffers):
         # never saved, never snapshotted.

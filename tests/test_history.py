@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import History, World, component
-from ecs_engine.memcopy import root_of
+from ecs_engine.memcopy import PACK_ALIGN, root_of
 from tests.world_state import check_invariants, world_state
 
 
@@ -115,12 +115,13 @@ def test_max_bytes_evicts_the_oldest_but_keeps_one() -> None:
         assert history.nbytes <= 96_000
     # one full copy: 2000 slots (5 bytes each), two stores of 1000 rows (8 + 8 bytes) and
     # their slot -> row index (4 bytes a slot), packed in one buffer (the 2000 alive flags
-    # padded to 2048 bytes: copies start on 64-byte lines); every later frame adds only a
-    # new Pos column of 8000 bytes. The first buffer stays held after its snapshot is
-    # evicted, since the later ones share its other parts: its old Pos column is counted
-    # too (memory really held), so only 4 snapshots fit.
-    full = 2000 * 5 + 2 * 1000 * 16 + 2 * 2000 * 4 + 48
-    assert len(history) == 4 and history.nbytes == full + 4 * 8000
+    # padded to 2048 bytes: copies start on 64-byte lines; each buffer has PACK_ALIGN bytes
+    # of room to start on one); every later frame adds only a new Pos column of 8000
+    # bytes. The first buffer stays held after its snapshot is evicted, since the later
+    # ones share its other parts: its old Pos column is counted too (memory really held),
+    # so only 4 snapshots fit.
+    full = 2000 * 5 + 2 * 1000 * 16 + 2 * 2000 * 4 + 48 + PACK_ALIGN
+    assert len(history) == 4 and history.nbytes == full + 4 * (8000 + PACK_ALIGN)
     tiny = History(max_bytes=1)
     tiny.record(world)
     advance(world)
@@ -140,7 +141,7 @@ def test_nbytes_counts_shared_arrays_once() -> None:
         history.record(world)
         assert history.nbytes == unique_bytes(history)
     # each frame added only a new Pos data column (500 float64, padded to 64 bytes)
-    assert history.nbytes == full + 5 * 4032
+    assert history.nbytes == full + 5 * (4032 + PACK_ALIGN)
     while history.rewind(world) is not None:
         assert history.nbytes == unique_bytes(history)
     assert len(history) == 1 and history.nbytes == full  # back to the first snapshot
