@@ -99,7 +99,7 @@ def test_a_view_of_a_dropped_snapshot_keeps_its_memory(hold: str) -> None:
     snap = world.snapshot()
     chunk = snap.store("Pos").chunks[0]
     column = chunk["x"]
-    held: object = {"view": column, "memoryview": memoryview(chunk),
+    held: object = {"view": column, "memoryview": chunk.data,
                     "bytes view": chunk.view(np.uint8)}[hold]
     before = column.copy()
     del snap, chunk, column
