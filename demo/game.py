@@ -45,6 +45,7 @@ from ecs_engine.components import (
     Velocity,
     stock_prefabs,
 )
+from ecs_engine.entity import key_slots
 from ecs_engine.levels import LevelSummary, load_level, shipped_level
 from ecs_engine.systems import add_platformer_systems, camera_follow, static_grid
 
@@ -119,28 +120,35 @@ def resolve_level(level: str | os.PathLike[str]) -> Path:
 
 def fall_out(world: World, dt: float) -> None:
     """Bodies that fell out of the level: the player respawns at the start, bouncers drop
-    back in from the top at a random x, everything else despawns."""
+    back in from the top at a random x, everything else despawns.
+
+    One pass over the Position column finds the fallen (usually none or a handful); only
+    those are looked up and written, never every body."""
     del dt
     with world.query(Position, readonly=(Position,)) as q:
-        if not (q[Position]["y"] < -KILL_DEPTH).any():
+        fell = q[Position]["y"] < -KILL_DEPTH
+        if not fell.any():
             return  # the common case touches (and so versions) nothing
-    start = world.resources.get("player_start") or [1.0, 1.0]
-    width, height = world.resources.get("level_size") or [2, 0]
-    with world.query(Player, Position, Velocity, readonly=(Player,)) as q:
-        pos, vel = q[Position], q[Velocity]
-        fell = pos["y"] < -KILL_DEPTH
-        pos["x"][fell], pos["y"][fell] = start[0], start[1]
-        vel["x"][fell], vel["y"][fell] = 0.0, 0.0
-    with world.query(Bouncer, Position, Velocity, readonly=(Bouncer,)) as q:
-        pos, vel = q[Position], q[Velocity]
-        fell = pos["y"] < -KILL_DEPTH
-        n = int(fell.sum())
-        if n:
-            pos["x"][fell] = world.rng.uniform(1.0, max(2.0, float(width) - 1.0), n)
-            pos["y"][fell] = float(height) + 2.0
-            vel["x"][fell], vel["y"][fell] = 0.0, 0.0
-    with world.query(Position, without=(Player, Bouncer), readonly=(Position,)) as q:
-        gone = q.entities[q[Position]["y"] < -KILL_DEPTH].copy()
+        fallen = q.entities[fell].copy()
+    slots = key_slots(fallen)
+
+    def having(ctype: type) -> np.ndarray:
+        return world.store(ctype).rows_of(slots) >= 0
+
+    moving = having(Velocity)
+    player = having(Player) & moving
+    bouncer = having(Bouncer) & moving & ~player
+    if player.any():
+        start = world.resources.get("player_start") or [1.0, 1.0]
+        world.add_batch(fallen[player], Position(x=start[0], y=start[1]))
+        world.add_batch(fallen[player], Velocity(x=0.0, y=0.0))
+    n = int(np.count_nonzero(bouncer))
+    if n:
+        width, height = world.resources.get("level_size") or [2, 0]
+        xs = world.rng.uniform(1.0, max(2.0, float(width) - 1.0), n)
+        world.add_batch(fallen[bouncer], Position(x=xs, y=float(height) + 2.0))
+        world.add_batch(fallen[bouncer], Velocity(x=0.0, y=0.0))
+    gone = fallen[~(having(Player) | having(Bouncer))]
     if len(gone):
         world.despawn_batch(gone)
 

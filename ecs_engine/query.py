@@ -9,6 +9,7 @@ import numpy as np
 
 from ecs_engine.component import schema_of
 from ecs_engine.entity import key_slots
+from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf
 from ecs_engine.storage import ComponentStore
 
@@ -144,8 +145,19 @@ class Query:
         if group is not None and not excluded:
             self._aligned(slice(0, group.size), first)
             return
-        driver = min(stores.values(), key=lambda s: s.n)
-        keys = driver.entities[: driver.n]
+        if not excluded and self._within_group(stores):
+            return
+
+        def skipped(store: ComponentStore) -> int:
+            """Leading rows no match can be in: a group's prefix, when its members all
+            have a type the query excludes."""
+            owner = store.owner
+            if isinstance(owner, Group) and any(e.owner is owner for e in excluded):
+                return store.group_size
+            return 0
+
+        driver = min(stores.values(), key=lambda s: s.n - skipped(s))
+        keys = driver.entities[skipped(driver) : driver.n]
         slots = key_slots(keys)
         mask = np.ones(len(keys), np.bool_)
         rows = {}
@@ -157,6 +169,26 @@ class Query:
             mask &= store.rows_of(slots) < 0
         self._rows = {t: r[mask] for t, r in rows.items()}
         self.entities = _readonly(keys[mask])
+
+    def _within_group(self, stores: dict[type, ComponentStore]) -> bool:
+        """Serve a query over some of one group's types by the group's prefix, when no
+        entity outside the prefix has all the queried types (checked on the rows past the
+        prefix of the smallest store, usually few). True if served."""
+        owner = next(iter(stores.values())).owner
+        if not isinstance(owner, Group) or any(s.owner is not owner for s in stores.values()):
+            return False
+        size = owner.size
+        driver = min(stores.values(), key=lambda s: s.n)
+        if driver.n > size:
+            slots = key_slots(driver.entities[size : driver.n])
+            outside = np.ones(len(slots), np.bool_)
+            for store in stores.values():
+                if store is not driver:
+                    outside &= store.rows_of(slots) >= 0
+            if outside.any():
+                return False
+        self._aligned(slice(0, size), driver)
+        return True
 
     def _aligned(self, rows: slice, store: ComponentStore) -> None:
         self._rows = dict.fromkeys(self.types, rows)

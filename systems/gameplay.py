@@ -29,6 +29,7 @@ from ecs_engine.components import (
     Velocity,
 )
 from ecs_engine.components.prefabs import PROJECTILE_RGBA
+from ecs_engine.entity import key_slots
 from ecs_engine.systems.collision import solid_at
 from ecs_engine.systems.grid import box_edges
 
@@ -230,14 +231,23 @@ def pickups(world: World, dt: float) -> None:
 
 def bounce(world: World, dt: float) -> None:
     """Bouncers that landed jump again with a random speed and direction."""
-    with world.query(Bouncer, Grounded, Velocity, readonly=(Bouncer, Grounded)) as q:
-        landed = q[Grounded]["on_ground"] | (q[Grounded]["wall"] != 0)
-        n = int(landed.sum())
-        if n == 0:
-            return
-        b, vel = q[Bouncer], q[Velocity]
-        vel["y"][landed] = world.rng.uniform(b["min_speed"][landed], b["max_speed"][landed])
-        vel["x"][landed] = world.rng.uniform(-8.0, 8.0, n)
+    with world.query(Grounded, readonly=(Grounded,)) as q:  # one column, no gather
+        ground = q[Grounded]
+        landed = q.entities[ground["on_ground"] | (ground["wall"] != 0)]
+    if len(landed) == 0:
+        return
+    # Only the few that landed this tick are looked up, not every bouncer.
+    bouncers, velocities = world.store(Bouncer), world.store(Velocity)
+    slots = key_slots(landed)
+    rows = bouncers.rows_of(slots)
+    jumping = (rows >= 0) & (velocities.rows_of(slots) >= 0)
+    n = int(np.count_nonzero(jumping))
+    if n == 0:
+        return
+    b = bouncers.data[rows[jumping]]
+    vy = world.rng.uniform(b["min_speed"], b["max_speed"])
+    vx = world.rng.uniform(-8.0, 8.0, n)
+    world.add_batch(landed[jumping], Velocity(x=vx, y=vy))
 
 
 def camera_follow(world: World, dt: float, stiffness: float = 8.0) -> None:

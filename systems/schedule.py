@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ecs_engine import World
-from ecs_engine.components import Collider, Grounded, Position, Velocity
+from ecs_engine.components import Collider, Gravity, Grounded, Position, Velocity
 from ecs_engine.systems.collision import collide
 from ecs_engine.systems.gameplay import (
     bounce,
@@ -22,9 +22,15 @@ PLATFORMER_SYSTEMS = (player_control, patrol, bounce, spawners, gravity, integra
                       projectile_hits, touch_damage, pickups, lifetimes, camera_follow)
 
 
+MOVING_BODY = (Position, Velocity, Collider, Grounded, Gravity)
+"""The columns of a falling, colliding body, kept aligned by one owning group: collision
+(Position, Velocity, Collider, Grounded) and gravity (Velocity, Gravity) both read a prefix
+of it, with no gather, while every such body has all five."""
+
+
 def add_platformer_systems(world: World) -> None:
     """Register the stock systems on ``world`` and group the hot moving-body columns."""
-    if all(world.store(t).owner is None for t in (Position, Velocity, Collider, Grounded)):
-        world.group(Position, Velocity, Collider, Grounded)
+    if all(world.store(t).owner is None for t in MOVING_BODY):
+        world.group(*MOVING_BODY)
     for system in PLATFORMER_SYSTEMS:
         world.add_system(system)

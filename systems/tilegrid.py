@@ -67,6 +67,8 @@ class TileGrid:
     x_prev: np.ndarray  # (height, width + 1) float32, see _prev_end
     y_next: np.ndarray  # (width, height + 1) float32: the same along columns
     y_prev: np.ndarray  # (width, height + 1) float32
+    _x_faces: np.ndarray  # x_next stacked on -x_prev: one table for both directions
+    _y_faces: np.ndarray
 
     @classmethod
     def build(cls, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
@@ -90,9 +92,10 @@ class TileGrid:
         solid = marks.cumsum(axis=0).cumsum(axis=1)[:height, :width] > 0
         prefix = np.zeros((height + 1, width + 1), np.int32)
         prefix[1:, 1:] = solid.cumsum(axis=0, dtype=np.int32).cumsum(axis=1, dtype=np.int32)
-        return cls(ox, oy, width, height, solid, prefix,
-                   _next_start(solid, ox), _prev_end(solid, ox),
-                   _next_start(solid.T, oy), _prev_end(solid.T, oy))
+        x_next, x_prev = _next_start(solid, ox), _prev_end(solid, ox)
+        y_next, y_prev = _next_start(solid.T, oy), _prev_end(solid.T, oy)
+        return cls(ox, oy, width, height, solid, prefix, x_next, x_prev, y_next, y_prev,
+                   np.concatenate([x_next, -x_prev]), np.concatenate([y_next, -y_prev]))
 
     def _cells(self, lo: np.ndarray, hi: np.ndarray, origin: int) -> tuple[np.ndarray, ...]:
         """First and last cell index (inclusive) that the open intervals (lo, hi) overlap."""
@@ -107,55 +110,50 @@ class TileGrid:
                limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
         """Lower ``limit_fwd`` / raise ``limit_back`` (moves along ``axis``, world units) of
         the boxes [lo, hi] x [other_lo, other_hi] moving by ``move`` at the faces of the
-        runs of solid cells in their way."""
+        runs of solid cells in their way.
+
+        Forward and backward movers go through one pass: the tables are stacked, with the
+        backward faces negated, so "nearest face" is a minimum for both."""
         if axis == "x":
-            nxt, prv, origin, across_origin, n_across = (self.x_next, self.x_prev,
-                                                         self.origin_x, self.origin_y,
-                                                         self.height)
+            table, origin, across_origin, n_across = (self._x_faces, self.origin_x,
+                                                      self.origin_y, self.height)
         else:
-            nxt, prv, origin, across_origin, n_across = (self.y_next, self.y_prev,
-                                                         self.origin_y, self.origin_x,
-                                                         self.width)
-        stride = nxt.shape[1]
-        for forward in (True, False):
-            idx = np.flatnonzero(move > 0) if forward else np.flatnonzero(move < 0)
-            if len(idx) == 0:
-                continue
-            b_lo, b_hi, mv = lo[idx], hi[idx], move[idx]
-            centre = (b_lo + b_hi) * 0.5  # world units, rounded before the origin shift
-            if forward:  # faces at or beyond the centre: columns >= ceil(centre)
-                col = np.clip(np.ceil(centre) - origin, 0, stride - 1).astype(np.int64)
-                table, reach = nxt, b_hi + mv
-            else:  # faces at or before the centre: columns <= floor(centre)
-                col = np.floor(centre) - origin
-                gone = col < 0  # every face would be left of the grid
-                col = np.clip(col, 0, stride - 1).astype(np.int64)
-                table, reach = prv, b_lo + mv
-            first, last = self._cells(other_lo[idx], other_hi[idx], across_origin)
-            first = np.maximum(first, 0)
-            last = np.minimum(last, n_across - 1)
-            best = np.full(len(idx), np.inf if forward else -np.inf)
-            sel = np.flatnonzero(last >= first)
-            row = first[sel]
-            flat = table.reshape(-1)
-            while len(sel):
-                face = flat[row * stride + col[sel]]
-                if forward:
-                    best[sel] = np.minimum(best[sel], face)
-                else:
-                    best[sel] = np.maximum(best[sel], face)
-                keep = row < last[sel]
-                sel, row = sel[keep], row[keep] + 1
-            if forward:
-                hit = best < reach
-                cand = best - b_hi - skin
-                np.minimum(limit_fwd[idx], np.where(hit, cand, np.inf), out=cand)
-                limit_fwd[idx] = cand
-            else:
-                hit = (best > reach) & ~gone
-                cand = best - b_lo + skin
-                np.maximum(limit_back[idx], np.where(hit, cand, -np.inf), out=cand)
-                limit_back[idx] = cand
+            table, origin, across_origin, n_across = (self._y_faces, self.origin_y,
+                                                      self.origin_x, self.width)
+        stride = self.width + 1 if axis == "x" else self.height + 1
+        back_offset = n_across * stride  # the negated run-end table follows the starts
+        forward = move > 0
+        centre = (lo + hi) * 0.5  # world units, rounded before the origin shift
+        # Forward: faces at or beyond the centre, columns >= ceil(centre); backward: faces
+        # at or before it, columns <= floor(centre) (none when that is left of the grid).
+        col = np.where(forward, np.ceil(centre), np.floor(centre)) - origin
+        nowhere = col < 0
+        np.clip(col, 0, stride - 1, out=col)
+        base = col.astype(np.int64)
+        base += np.where(forward, 0, back_offset)
+        first = np.floor(other_lo).astype(np.int64) - across_origin
+        last = np.ceil(other_hi).astype(np.int64) - (across_origin + 1)
+        np.maximum(first, 0, out=first)
+        np.minimum(last, n_across - 1, out=last)
+        flat = table.reshape(-1)
+        best = np.full(len(lo), np.inf, np.float32)
+        span = last - first  # rows beyond the first; most bodies span one or two rows
+        row = np.minimum(first, n_across - 1)
+        for j in range(2):
+            ok = span >= j
+            face = flat[np.where(ok, row + j, row) * stride + base]
+            np.minimum(best, np.where(ok, face, np.inf), out=best)
+        tall = np.flatnonzero(span >= 2)
+        for j in range(2, int(span.max(initial=0)) + 1):
+            tall = tall[span[tall] >= j]
+            face = flat[(row[tall] + j) * stride + base[tall]]
+            best[tall] = np.minimum(best[tall], face)
+        face = best.astype(np.float64)  # forward: the nearest run start
+        stop = forward & (face < hi + move)
+        np.minimum(limit_fwd, np.where(stop, face - hi - skin, np.inf), out=limit_fwd)
+        face = -face  # backward: the nearest run end (stored negated)
+        stop = (move < 0) & ~nowhere & (face > lo + move)
+        np.maximum(limit_back, np.where(stop, face - lo + skin, -np.inf), out=limit_back)
 
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
