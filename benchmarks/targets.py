@@ -292,8 +292,41 @@ def t_scaleout(ix: Index) -> list[Outcome]:
     return out
 
 
+FRAME_S = 1 / 60
+
+
+def _frame_share(ix: Index, tid: str, title: str, bound: float, op: str, n: int,
+                 note: str = "") -> Outcome:
+    """A median as a share of one 60 Hz frame (a ratio to a constant), verified."""
+    required = f"<= {bound * 100:.0f}% of a frame ({bound * FRAME_S * 1000:.1f} ms)"
+    row = ix.get("sim", op, "engine", n)
+    if row is None or row.get("status") != "ok" or "median_s" not in row:
+        return Outcome(tid, title, SKIP, "-", required, None,
+                       ix.why_missing("sim", op, "engine", n))
+    value = float(row["median_s"]) / FRAME_S
+    return Outcome(tid, title, PASS if value <= bound else FAIL,
+                   f"{value * 100:.0f}% ({float(row['median_s']) * 1000:.2f} ms)", required,
+                   round(value, 4), note)
+
+
+def t10(ix: Index) -> list[Outcome]:
+    note = "median of world.step on the demo level; tile grid and general grid agree"
+    rb = "restore the frame of 8 ticks ago and re-simulate 8 ticks (ecs_engine.Rollback)"
+    return [
+        _frame_share(ix, "10a", "demo tick, 100k bouncing bodies", 0.6, "tick", 100 * K,
+                     note),
+        _frame_share(ix, "10b", "demo tick, 10k bouncing bodies", 0.12, "tick", 10 * K, note),
+        _frame_share(ix, "10c", "rollback 8 ticks, default level", 0.18, "rollback", 0, rb),
+        _frame_share(ix, "10d", "rollback 8 ticks, 10k bodies", 1.0, "rollback", 10 * K, rb),
+        _info(_ratio(ix, "10e", "demo tick 100k: general grid only / tile grid", ">= 1x", 1.0,
+                     True, ("sim", "tick", "general grid", 100 * K, ""),
+                     ("sim", "tick", "engine", 100 * K, ""),
+                     note="static collision of aligned geometry through the tile grid")),
+    ]
+
+
 TARGETS: tuple[Callable[[Index], list[Outcome]], ...] = (t1, t2, t3, t4, t5, t6, t7, t8, t9,
-                                                         t_scaleout)
+                                                         t_scaleout, t10)
 
 
 def evaluate(records: Iterable[Record]) -> list[Outcome]:

@@ -69,6 +69,7 @@ class _StoreBuffer:
         self.n = 0
         self.has_sparse = False
         self.sparse_len = 0
+        self._made: StoreSnapshot | None = None
         self.data_version = -1
         self.layout_version = -1
         self.chunk_versions = np.zeros(0, np.int64)
@@ -108,14 +109,22 @@ class _StoreBuffer:
         self.layout_version = store.layout_version
 
     def snapshot(self, store: ComponentStore, ctype: type, group_size: int) -> StoreSnapshot:
+        """The buffer as a StoreSnapshot (the same object again while nothing changed: a
+        static store costs no work per frame)."""
+        made = self._made
+        if (made is not None and made.data_version == self.data_version
+                and made.layout_version == self.layout_version
+                and made.group_size == group_size and made.ctype is ctype):
+            return made
         n = self.n
         count = max(1, -(-n // CHUNK_ROWS))
         chunks = tuple(_frozen_view(self.data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)])
                        for i in range(count))
         sparse = _frozen_view(self.sparse[: self.sparse_len]) if self.has_sparse else None
-        return StoreSnapshot(store.schema.name, chunks, _frozen_view(self.entities[:n]),
-                             group_size, self.data_version, self.layout_version, ctype,
-                             sparse, self.chunk_versions)
+        self._made = StoreSnapshot(store.schema.name, chunks, _frozen_view(self.entities[:n]),
+                                   group_size, self.data_version, self.layout_version, ctype,
+                                   sparse, self.chunk_versions)
+        return self._made
 
 
 class _Frame:
@@ -271,6 +280,11 @@ class Rollback:
                                  f"{to_frame}..{present - 1}")
         if count == 0:
             return
+        gaps = [f for f in range(to_frame, present) if not self.held(f)]
+        if gaps and gaps != [to_frame]:  # (a missing to_frame gets restore's message)
+            raise ValueError(f"rollback: frames {gaps[0]}..{gaps[-1]} were not recorded "
+                             f"(the world ticked outside Rollback.advance); held frames "
+                             f"must reach the present")
         self.restore(to_frame)
         self._resimulate(plan)
 

@@ -107,7 +107,7 @@ class StaticGrid:
         boxes [lo, hi] x [other_lo, other_hi] moving by ``move``: a static box the moved
         box overlaps stops it if the box's near face is at or beyond the moving box's
         centre (boxes it sinks into by less than half its size push it out instead)."""
-        if len(self.left) == 0:
+        if len(self.left) == 0 or len(lo) == 0:
             return
         # Only movers whose swept box reaches the grid's bounds (few, when the grid holds
         # the odd unaligned boxes of a tile level) go through the pair search.

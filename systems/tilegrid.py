@@ -114,6 +114,8 @@ class TileGrid:
 
         Forward and backward movers go through one pass: the tables are stacked, with the
         backward faces negated, so "nearest face" is a minimum for both."""
+        if len(lo) == 0:
+            return
         if axis == "x":
             table, origin, across_origin, n_across = (self._x_faces, self.origin_x,
                                                       self.origin_y, self.height)
