@@ -162,6 +162,11 @@ def synthetic(**scale: float) -> list[dict[str, Any]]:
     recs += [r("scaleout", "validate", "pool", 200, 10.0),
              r("scaleout", "validate", "ray", 200, 11.0),
              record("scaleout", "check", "engine", 200)]
+    recs += [r("sim", "tick", "engine", 100_000, 0.008),
+             r("sim", "tick", "general grid", 100_000, 0.03),
+             r("sim", "tick", "engine", 10_000, 0.0015),
+             r("sim", "rollback", "engine", 0, 0.002),
+             r("sim", "rollback", "engine", 10_000, 0.012)]
     return recs
 
 
@@ -177,7 +182,8 @@ def test_scaleout_targets_fail_when_slow_or_unverified() -> None:
 
 def test_check_passes_when_every_ratio_is_met() -> None:
     outcomes = evaluate(synthetic())
-    assert {o.status for o in outcomes if o.id not in ("5c", "1c")} == {PASS}
+    assert {o.status for o in outcomes if o.id not in ("5c", "1c", "10e")} == {PASS}
+    assert {o.id: o for o in outcomes}["10e"].status == INFO
     assert {o.id: o for o in outcomes}["5c"].status == INFO
     assert {o.id: o for o in outcomes}["1c"].status == INFO
     assert exit_code(outcomes) == 0
@@ -189,6 +195,8 @@ def test_check_passes_when_every_ratio_is_met() -> None:
     ("snapshot:engine", "4c"), ("to_bytes:engine", "6"), ("history", "7"),
     ("level:greedy", "8a"), ("map:exact", "8b"), ("save_file:engine", "9a"),
     ("load_file:engine", "9b"), ("load_file:engine", "9c"), ("tick:engine", "2"),
+    ("tick:engine", "10a"), ("tick:engine", "10b"), ("rollback:engine", "10c"),
+    ("rollback:engine", "10d"),
 ])
 def test_check_fails_on_one_bad_ratio(key: str, target: str) -> None:
     outcomes = evaluate(synthetic(**{key: 10.0}))
