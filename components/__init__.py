@@ -4,6 +4,7 @@ from ecs_engine.components.gameplay import (
     Ammo,
     Bouncer,
     Enemy,
+    Goal,
     Health,
     Lifetime,
     Patrol,
@@ -23,10 +24,11 @@ from ecs_engine.components.physics import (
     Velocity,
 )
 from ecs_engine.components.prefabs import TILE_RGBA, stock_prefabs
-from ecs_engine.components.render import Color, Layer
+from ecs_engine.components.render import SHEETS, Color, Layer, Sprite, sheet_index
 
 __all__ = [
-    "TILE_RGBA", "Ammo", "Bouncer", "Collider", "Color", "Enemy", "Gravity", "Grounded", "Health",
-    "Layer", "Lifetime", "Patrol", "Pickup", "Player", "Position", "Projectile", "Score",
-    "Solid", "Spawner", "Tile", "Velocity", "stock_prefabs",
+    "SHEETS", "TILE_RGBA", "Ammo", "Bouncer", "Collider", "Color", "Enemy", "Goal", "Gravity",
+    "Grounded", "Health", "Layer", "Lifetime", "Patrol", "Pickup", "Player", "Position",
+    "Projectile", "Score", "Solid", "Spawner", "Sprite", "Tile", "Velocity", "sheet_index",
+    "stock_prefabs",
 ]

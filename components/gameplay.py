@@ -100,3 +100,8 @@ class Bouncer:
 
     min_speed: np.float32 = field(default=8.0, prefab=True)
     max_speed: np.float32 = field(default=24.0, prefab=True)
+
+
+@component
+class Goal:
+    """Reaching it wins the level (a tag: the flag)."""

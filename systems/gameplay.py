@@ -15,6 +15,7 @@ from ecs_engine.components import (
     Collider,
     Color,
     Enemy,
+    Goal,
     Grounded,
     Health,
     Layer,
@@ -26,17 +27,23 @@ from ecs_engine.components import (
     Projectile,
     Score,
     Spawner,
+    Sprite,
     Velocity,
 )
 from ecs_engine.components.prefabs import PROJECTILE_RGBA
+from ecs_engine.components.render import sheet_index
 from ecs_engine.entity import key_slots
 from ecs_engine.systems.collision import solid_at
+from ecs_engine.systems.events import emit
 from ecs_engine.systems.grid import box_edges
 
 SHOOT_COOLDOWN = 0.25  # seconds between player shots
 PROJECTILE_SPEED = 22.0  # units/s
 INVULNERABLE_AFTER_HIT = 1.0  # seconds
 PICKUP_HEALTH, PICKUP_AMMO, PICKUP_COIN = 0, 1, 2
+PICKUP_EVENTS = {PICKUP_HEALTH: "heart", PICKUP_AMMO: "ammo", PICKUP_COIN: "coin"}
+DOWN = -1.0  # Health.invulnerable of a player at 0 hp (down, out of the game)
+WON_AT = "won_at"  # resource: the tick a player first reached a goal
 
 
 def input_state(world: World) -> dict[str, bool]:
@@ -60,7 +67,8 @@ def spawn_projectiles(world: World, x: np.ndarray, y: np.ndarray, vx: np.ndarray
     return world.spawn_batch(
         Position(x=x, y=y), Velocity(x=vx, y=np.zeros(n)), Collider(w=0.4, h=0.4),
         Projectile(damage=1, owner=owners), Lifetime(remaining=lifetime),
-        Color(rgba=PROJECTILE_RGBA), Layer(z=2), count=n)
+        Color(rgba=PROJECTILE_RGBA), Sprite(sheet=sheet_index("projectile"), flip=vx < 0),
+        Layer(z=2), count=n)
 
 
 def player_control(world: World, dt: float) -> None:
@@ -68,21 +76,24 @@ def player_control(world: World, dt: float) -> None:
     keys = input_state(world)
     direction = int(keys["right"]) - int(keys["left"])
     shots: list[np.ndarray] = []
-    with world.query(Player, Velocity, Grounded, Position, Ammo,
-                     readonly=(Grounded, Position)) as q:
+    with world.query(Player, Velocity, Grounded, Position, Ammo, Health,
+                     readonly=(Grounded, Position, Health)) as q:
         if len(q) == 0:
             return
         player, vel, ground = q[Player], q[Velocity], q[Grounded]
-        vel["x"] = direction * player["run_speed"]
+        up = q[Health]["hp"] > 0  # a player that is down does not move
+        vel["x"] = direction * player["run_speed"] * up
         if direction:
-            player["facing"] = direction
+            player["facing"][up] = direction
         if keys["jump"]:
-            jumping = ground["on_ground"]
+            jumping = ground["on_ground"] & up
             vel["y"][jumping] = player["jump_speed"][jumping]
+            if jumping.any():
+                emit(world, "jump", q[Position]["x"][jumping], q[Position]["y"][jumping])
         player["shoot_cooldown"] = np.maximum(player["shoot_cooldown"] - dt, 0)
         if keys["shoot"]:
             ammo = q[Ammo]
-            firing = (player["shoot_cooldown"] <= 0) & (ammo["count"] > 0)
+            firing = (player["shoot_cooldown"] <= 0) & (ammo["count"] > 0) & up
             if firing.any():
                 player["shoot_cooldown"][firing] = SHOOT_COOLDOWN
                 ammo["count"][firing] -= 1
@@ -90,6 +101,7 @@ def player_control(world: World, dt: float) -> None:
                 facing = player["facing"][firing].astype(np.float32)
                 shots = [pos["x"][firing] + facing * 0.8, pos["y"][firing] + 0.2,
                          facing * PROJECTILE_SPEED, q.entities[firing].copy()]
+                emit(world, "shoot", pos["x"][firing], pos["y"][firing])
     if shots:
         x, y, vx, owners = shots
         spawn_projectiles(world, x, y, vx, owners)
@@ -159,6 +171,9 @@ def projectile_hits(world: World, dt: float) -> None:
             hit_any = hits.any(axis=1)
             health = h[Health]
             np.subtract.at(health["hp"], first[hit_any], damage[hit_any])
+            if hit_any.any():
+                emit(world, "hit", h[Position]["x"][first[hit_any]],
+                     h[Position]["y"][first[hit_any]])
         dead.append(shot_keys[hit_any | stopped])
     if dead and len(dead[0]):
         world.despawn_batch(dead[0])
@@ -166,21 +181,26 @@ def projectile_hits(world: World, dt: float) -> None:
 
 
 def _handle_deaths(world: World) -> None:
-    """Despawn entities at 0 hp; respawn the player at the start instead."""
-    with world.query(Health, without=(Player,), readonly=(Health,)) as q:
-        gone = q.entities[q[Health]["hp"] <= 0].copy()
+    """Despawn entities at 0 hp (a ``defeat`` event each). A player at 0 hp is down: it
+    stays (hp 0, standing still, a ``down`` event) and the game decides what follows (the
+    demo shows game over)."""
+    with world.query(Health, Position, without=(Player,), readonly=(Health, Position)) as q:
+        dead = q[Health]["hp"] <= 0
+        gone = q.entities[dead].copy()
+        if len(gone):
+            emit(world, "defeat", q[Position]["x"][dead], q[Position]["y"][dead])
     if len(gone):
         world.despawn_batch(gone)
-    start = world.resources.get("player_start")
-    with world.query(Player, Health, Position, Velocity) as q:
-        down = q[Health]["hp"] <= 0
+    with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
+        health = q[Health]
+        # invulnerable < 0 marks a player already down, so "down" is emitted once.
+        down = (health["hp"] <= 0) & (health["invulnerable"] >= 0)
         if down.any():
-            q[Health]["hp"][down] = q[Health]["max_hp"][down]
-            if start is not None:
-                q[Position]["x"][down] = start[0]
-                q[Position]["y"][down] = start[1]
+            emit(world, "down", q[Position]["x"][down], q[Position]["y"][down])
+            health["hp"][down] = 0
+            health["invulnerable"][down] = DOWN
             q[Velocity]["x"][down] = 0
-            q[Velocity]["y"][down] = 0
+            q[Velocity]["y"][down] = np.minimum(q[Velocity]["y"][down], 0)
 
 
 def touch_damage(world: World, dt: float) -> None:
@@ -190,15 +210,18 @@ def touch_damage(world: World, dt: float) -> None:
         if len(p) == 0:
             return
         health = p[Health]
-        health["invulnerable"] = np.maximum(health["invulnerable"] - dt, 0)
+        inv = health["invulnerable"]
+        health["invulnerable"] = np.where(inv > 0, np.maximum(inv - dt, 0), inv)
         with world.query(Enemy, Position, Collider, readonly=(Enemy, Position, Collider)) as e:
             touching = overlap_matrix(box_edges(p[Position], p[Collider]),
                                       box_edges(e[Position], e[Collider]))
             damage = (touching * e[Enemy]["damage"][None, :]).max(axis=1, initial=0)
-        hurt = (damage > 0) & (health["invulnerable"] <= 0)
+        hurt = (damage > 0) & (health["invulnerable"] <= 0) & (health["hp"] > 0)
         health["hp"][hurt] -= damage[hurt].astype(np.int16)
         health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
         p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
+        if hurt.any():
+            emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
     _handle_deaths(world)
 
 
@@ -218,6 +241,10 @@ def pickups(world: World, dt: float) -> None:
             who = np.argmax(touching, axis=0)[got]
             kind, amount = k[Pickup]["kind"][got], k[Pickup]["amount"][got]
             taken = k.entities[got].copy()
+            for code, name in PICKUP_EVENTS.items():
+                sel = kind == code
+                if sel.any():
+                    emit(world, name, k[Position]["x"][got][sel], k[Position]["y"][got][sel])
         health, ammo, score = p[Health], p[Ammo], p[Score]
         for code, column, field in ((PICKUP_HEALTH, health, "hp"), (PICKUP_AMMO, ammo, "count"),
                                     (PICKUP_COIN, score, "coins")):
@@ -227,6 +254,28 @@ def pickups(world: World, dt: float) -> None:
         np.minimum(ammo["count"], 99, out=ammo["count"])
     if taken is not None:
         world.despawn_batch(taken)
+
+
+def reach_goal(world: World, dt: float) -> None:
+    """A player touching a ``Goal`` wins: the first time, the resource ``won_at`` gets the
+    tick and a ``goal`` event is emitted."""
+    del dt
+    if world.resources.get(WON_AT) is not None:
+        return
+    with world.query(Player, Position, Collider, Health,
+                     readonly=(Player, Position, Collider, Health)) as p:
+        if len(p) == 0:
+            return
+        with world.query(Goal, Position, Collider, readonly=(Goal, Position, Collider)) as g:
+            if len(g) == 0:
+                return
+            touching = overlap_matrix(box_edges(p[Position], p[Collider]),
+                                      box_edges(g[Position], g[Collider]))
+            winners = touching.any(axis=1) & (p[Health]["hp"] > 0)
+            if not winners.any():
+                return
+            emit(world, "goal", p[Position]["x"][winners], p[Position]["y"][winners])
+    world.resources[WON_AT] = int(world.tick) + 1  # ticks run when this one ends
 
 
 def bounce(world: World, dt: float) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from ecs_engine import World
 from ecs_engine.components import Collider, Gravity, Grounded, Position, Velocity
+from ecs_engine.systems.animation import animate
 from ecs_engine.systems.collision import collide
+from ecs_engine.systems.effects import spawn_effects
+from ecs_engine.systems.events import clear_events
 from ecs_engine.systems.gameplay import (
     bounce,
     camera_follow,
@@ -13,13 +16,15 @@ from ecs_engine.systems.gameplay import (
     pickups,
     player_control,
     projectile_hits,
+    reach_goal,
     spawners,
     touch_damage,
 )
 from ecs_engine.systems.physics import gravity, integrate
 
-PLATFORMER_SYSTEMS = (player_control, patrol, bounce, spawners, gravity, integrate, collide,
-                      projectile_hits, touch_damage, pickups, lifetimes, camera_follow)
+PLATFORMER_SYSTEMS = (clear_events, player_control, patrol, bounce, spawners, gravity, integrate,
+                      collide, projectile_hits, touch_damage, pickups, reach_goal, lifetimes,
+                      spawn_effects, animate, camera_follow)
 
 
 MOVING_BODY = (Position, Velocity, Collider, Grounded, Gravity)
