@@ -1,8 +1,11 @@
-"""Bulk GPU drawing for arcade 3: instanced coloured quads, texture layers, screenshots.
+"""Bulk GPU drawing for arcade 3: instanced textured quads, texture layers, screenshots.
 
 Everything here is fed from numpy arrays and issues one draw call per batch, with no
-per-quad Python loop. Coordinates are world units with y up; a camera (or an explicit
-projection matrix) maps them to pixels. :func:`world_camera` / :func:`world_projection`
+per-quad Python loop. A :class:`QuadBatch` samples one texture (an atlas): each quad names
+its texel rectangle and how often the picture repeats across it, and its colour multiplies
+the texture (the default texture is white, so quads without a picture are flat colours).
+Coordinates are world units with y up; a camera (or an explicit projection matrix) maps them
+to pixels. :func:`world_camera` / :func:`world_projection`
 build that mapping from a scale in pixels per world unit and a camera centre in world units.
 
 arcade is imported lazily (inside functions) so that :func:`make_window` can still switch
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,23 +68,44 @@ in vec2 in_vert;    // unit-quad corner in [-0.5, 0.5]^2 (per vertex)
 in vec2 in_pos;     // quad centre, world units (per instance)
 in vec2 in_size;    // quad width/height, world units (per instance)
 in vec4 in_color;   // rgba, uint8 normalised to [0, 1] by GL (per instance)
+in vec4 in_uv;      // texel rectangle: left, top, width, height in texture pixels, row 0 = top
+in vec2 in_repeat;  // pictures across the quad (x < 0 mirrors left-right)
 out vec4 v_color;
+out vec2 v_local;   // 0..1 across the quad, y up
+flat out vec4 v_uv;
+flat out vec2 v_repeat;
 
 void main() {
     vec2 world = in_pos + in_vert * in_size;
     gl_Position = window.projection * window.view * vec4(world, 0.0, 1.0);
     v_color = in_color;
+    v_local = in_vert + 0.5;
+    v_uv = in_uv;
+    v_repeat = in_repeat;
 }
 """
 )
 
 _QUAD_FS = """
 #version 330
+uniform sampler2D tex;
 in vec4 v_color;
+in vec2 v_local;
+flat in vec4 v_uv;
+flat in vec2 v_repeat;
 out vec4 frag_color;
 
 void main() {
-    frag_color = v_color;
+    // Position inside one repetition of the picture; y counted from its top row.
+    vec2 t = fract(v_local * v_repeat);
+    t.y = 1.0 - t.y;
+    // Stay half a texel inside the rectangle: filtering never reads a neighbour's texels.
+    vec2 texel = v_uv.xy + clamp(t * v_uv.zw, vec2(0.5), max(v_uv.zw - 0.5, vec2(0.5)));
+    vec4 color = texture(tex, texel / vec2(textureSize(tex, 0))) * v_color;
+    if (color.a <= 0.0) {
+        discard;
+    }
+    frag_color = color;
 }
 """
 
@@ -273,14 +298,20 @@ class _DrawState:
 
 
 class QuadBatch:
-    """Axis-aligned coloured rectangles drawn with ONE instanced draw call.
+    """Axis-aligned textured rectangles drawn with ONE instanced draw call.
 
     Per-instance GPU buffers hold the centre (x, y: float32 world units), the size
-    (w, h: float32 world units) and the colour (rgba: uint8, normalised by GL). The numpy
-    inputs are copied in bulk into reusable staging arrays and then into the GPU buffers,
-    which grow (doubling, re-allocated in place) when a frame has more quads than capacity.
+    (w, h: float32 world units), the colour (rgba: uint8, normalised by GL), the texel
+    rectangle of the picture (left, top, width, height in texture pixels, row 0 = the
+    image's top) and the repeat count (pictures across x and y; a negative x mirrors). The
+    numpy inputs are copied in bulk into reusable staging arrays and then into the GPU
+    buffers, which grow (doubling, re-allocated in place) when a frame has more quads than
+    capacity.
 
-    Colours are alpha-blended by default (``draw(blend=False)`` writes them unblended).
+    The texture is one image (an atlas) set with :meth:`set_texture`; the default is one
+    white texel, so without ``uv`` every quad is its flat colour. Texture times colour is
+    alpha-blended by default (``draw(blend=False)`` writes it unblended); fully transparent
+    texels are not drawn.
 
     Example::
 
@@ -307,18 +338,55 @@ class QuadBatch:
         self._pos = np.zeros((self._capacity, 2), dtype=np.float32)
         self._size = np.zeros((self._capacity, 2), dtype=np.float32)
         self._color = np.zeros((self._capacity, 4), dtype=np.uint8)
+        self._uv = np.zeros((self._capacity, 4), dtype=np.float32)
+        self._repeat = np.ones((self._capacity, 2), dtype=np.float32)
         self._pos_buf = self._ctx.buffer(reserve=self._pos.nbytes, usage="stream")
         self._size_buf = self._ctx.buffer(reserve=self._size.nbytes, usage="stream")
         self._color_buf = self._ctx.buffer(reserve=self._color.nbytes, usage="stream")
+        self._uv_buf = self._ctx.buffer(reserve=self._uv.nbytes, usage="stream")
+        self._repeat_buf = self._ctx.buffer(reserve=self._repeat.nbytes, usage="stream")
         self._geometry = self._ctx.geometry(
             [
                 BufferDescription(self._corner_buf, "2f", ["in_vert"]),
                 BufferDescription(self._pos_buf, "2f", ["in_pos"], instanced=True),
                 BufferDescription(self._size_buf, "2f", ["in_size"], instanced=True),
                 BufferDescription(self._color_buf, "4f1", ["in_color"], instanced=True),
+                BufferDescription(self._uv_buf, "4f", ["in_uv"], instanced=True),
+                BufferDescription(self._repeat_buf, "2f", ["in_repeat"], instanced=True),
             ],
             mode=self._ctx.TRIANGLE_STRIP,
         )
+        self._texture: Any = None
+        self.white_uv: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
+        self.set_texture(np.full((1, 1, 4), 255, np.uint8))
+
+    def set_texture(self, image: PILImage.Image | np.ndarray,
+                    white: Sequence[float] = (0.0, 0.0, 1.0, 1.0), *,
+                    smooth: bool = True) -> None:
+        """Use ``image`` (an atlas, row 0 = top) as the texture of every quad.
+
+        ``white``: a texel rectangle (left, top, width, height) of opaque white in it, used
+        for quads given no ``uv`` (flat colours). ``smooth``: linear filtering (pictures
+        drawn smaller or larger than their pixels stay smooth); off: nearest texel.
+        """
+        rgba = _image_to_rgba(image)
+        h, w = rgba.shape[:2]
+        limit = int(self._ctx.info.MAX_TEXTURE_SIZE)
+        if w > limit or h > limit:
+            raise ValueError(f"texture {w}x{h} exceeds the GPU's max texture size {limit}")
+        if self._texture is not None:
+            self._texture.delete()
+        filt = self._ctx.LINEAR if smooth else self._ctx.NEAREST
+        self._texture = self._ctx.texture((w, h), components=4, data=rgba.tobytes(),
+                                          filter=(filt, filt), wrap_x=self._ctx.CLAMP_TO_EDGE,
+                                          wrap_y=self._ctx.CLAMP_TO_EDGE)
+        left, top, width, height = (float(v) for v in white)
+        self.white_uv = (left, top, width, height)
+
+    @property
+    def texture_size(self) -> tuple[int, int]:
+        """(width, height) of the current texture in pixels."""
+        return int(self._texture.width), int(self._texture.height)
 
     def __len__(self) -> int:
         """Number of quads the next :meth:`draw` will draw."""
@@ -335,11 +403,15 @@ class QuadBatch:
         self._pos = np.zeros((new_cap, 2), dtype=np.float32)
         self._size = np.zeros((new_cap, 2), dtype=np.float32)
         self._color = np.zeros((new_cap, 4), dtype=np.uint8)
+        self._uv = np.zeros((new_cap, 4), dtype=np.float32)
+        self._repeat = np.ones((new_cap, 2), dtype=np.float32)
         # orphan() re-specifies the storage under the same GL name, so the cached VAO
         # stays valid and in-flight draws keep reading the old storage.
         self._pos_buf.orphan(size=self._pos.nbytes)
         self._size_buf.orphan(size=self._size.nbytes)
         self._color_buf.orphan(size=self._color.nbytes)
+        self._uv_buf.orphan(size=self._uv.nbytes)
+        self._repeat_buf.orphan(size=self._repeat.nbytes)
         self._capacity = new_cap
 
     def update(
@@ -349,13 +421,20 @@ class QuadBatch:
         w: ArrayLike,
         h: ArrayLike,
         rgba: ArrayLike,
+        uv: ArrayLike | None = None,
+        repeat: ArrayLike | None = None,
     ) -> None:
         """Replace the batch's quads.
 
         Args:
             x, y: quad centres, world units, shape (N,).
             w, h: quad sizes, world units, shape (N,) or scalars (broadcast).
-            rgba: colours, uint8 0..255, shape (N, 4) or (4,) (broadcast).
+            rgba: colours, uint8 0..255, shape (N, 4) or (4,) (broadcast); they multiply
+                the texture.
+            uv: texel rectangles (left, top, width, height in texture pixels, row 0 = top),
+                shape (N, 4) or (4,); None: the texture's white texels (flat colours).
+            repeat: pictures across each quad (x, y), shape (N, 2) or (2,); a negative x
+                mirrors left-right; None: one picture.
         """
         xs = np.asarray(x)
         count = int(xs.shape[0]) if xs.ndim else 1
@@ -371,9 +450,13 @@ class QuadBatch:
         self._size[:count, 0] = w
         self._size[:count, 1] = h
         self._color[:count] = rgba
+        self._uv[:count] = self.white_uv if uv is None else uv
+        self._repeat[:count] = 1.0 if repeat is None else repeat
         self._pos_buf.write(_bytes_view(self._pos[:count]))
         self._size_buf.write(_bytes_view(self._size[:count]))
         self._color_buf.write(_bytes_view(self._color[:count]))
+        self._uv_buf.write(_bytes_view(self._uv[:count]))
+        self._repeat_buf.write(_bytes_view(self._repeat[:count]))
 
     def draw(self, *, projection: Mat4 | None = None, blend: bool = True) -> None:
         """Draw the quads from the last :meth:`update` in one instanced draw call.
@@ -384,13 +467,18 @@ class QuadBatch:
         """
         if self._count == 0:
             return
+        self._texture.use(0)
+        self._program["tex"] = 0
         with _DrawState(self._ctx, projection, blend):
             self._geometry.render(self._program, instances=self._count)
 
     def release(self) -> None:
-        """Free the GPU buffers now instead of waiting for garbage collection."""
-        for buf in (self._corner_buf, self._pos_buf, self._size_buf, self._color_buf):
+        """Free the GPU buffers and the texture now instead of waiting for garbage
+        collection."""
+        for buf in (self._corner_buf, self._pos_buf, self._size_buf, self._color_buf,
+                    self._uv_buf, self._repeat_buf):
             buf.delete()
+        self._texture.delete()
         self._count = 0
 
 

@@ -1,11 +1,15 @@
 """Draw a World with arcade, straight from its columns.
 
-:class:`WorldRenderer` turns every entity with ``Position``, ``Collider``, ``Color`` and
-``Layer`` into one instanced :class:`~systems.render_gl.QuadBatch` per frame: a read-only
-query hands over the columns, a stable argsort on ``Layer.z`` orders them, and the batch is
-filled with a handful of bulk copies (no per-entity Python loop). Level tiles, pickups,
-enemies, projectiles and the player therefore all draw in one instanced call. A level's
-visual layers are drawn first, as :class:`~systems.render_gl.TextureLayer` backgrounds.
+:class:`WorldRenderer` turns every entity with ``Position``, ``Collider``, ``Layer`` and
+either ``Color`` (a flat box) or ``Sprite`` (a picture from the renderer's
+:class:`~systems.sprite_atlas.SpriteAtlas`) into one instanced
+:class:`~systems.render_gl.QuadBatch` per frame: read-only queries hand over the columns,
+the atlas turns ``Sprite.sheet``/``frame``/``flip`` into texel rectangles by fancy indexing,
+a stable argsort on ``Layer.z`` orders everything, and the batch is filled with a handful
+of bulk copies (no per-entity Python loop). Level tiles (one entity per partitioned
+rectangle, the tile picture repeated across it), pickups, enemies, projectiles, effects and
+the player therefore all draw in one instanced call with one texture. A level's visual
+layers are drawn first, as :class:`~systems.render_gl.TextureLayer` backgrounds.
 
 Nothing per entity is cached between frames: everything is derived from the columns each
 frame, so ``world.restore``/``world.load`` (which may reorder rows and reuse slots) can never
@@ -27,17 +31,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ecs_engine import World
-from ecs_engine.components import Collider, Color, Layer, Position
-from ecs_engine.systems.grid import box_edges
+from ecs_engine.components import Collider, Color, Layer, Position, Sprite
 from ecs_engine.systems.render_gl import QuadBatch, TextureLayer, world_projection
+from ecs_engine.systems.sprite_atlas import SpriteAtlas
 
 if TYPE_CHECKING:
     from arcade.context import ArcadeContext
     from pyglet.math import Mat4
 
-__all__ = ["Viewport", "VisualSource", "WorldRenderer", "camera_center"]
+__all__ = ["BLINK_RGBA", "Viewport", "VisualSource", "WorldRenderer", "camera_center"]
 
 RGBA = tuple[int, int, int, int]
+WHITE = np.array([255, 255, 255, 255], np.uint8)
+BLINK_RGBA = np.array([255, 255, 255, 70], np.uint8)  # a sprite's tint while it blinks
 
 
 class VisualSource(Protocol):
@@ -128,8 +134,11 @@ class WorldRenderer:
     Example::
 
         renderer = WorldRenderer(window.ctx, pixels_per_unit=24, background=(135, 206, 235, 255),
-                                 visuals=summary.visuals)
+                                 visuals=summary.visuals, atlas=stock_atlas())
         renderer.draw(world)        # clears, draws visuals, then every box sorted by Layer.z
+
+    Without an ``atlas`` every entity with ``Color`` draws as its flat colour (sprites too);
+    with one, ``Sprite`` entities draw their pictures and the rest their colours.
     """
 
     def __init__(
@@ -141,11 +150,13 @@ class WorldRenderer:
         visuals: Iterable[VisualSource] = (),
         bounds: Sequence[float] | None = None,
         capacity: int = 1024,
+        atlas: SpriteAtlas | None = None,
     ) -> None:
         """``ctx``: the arcade context (default: the current window's). ``background``: the
         clear colour, RGBA 0-255 (None: do not clear). ``bounds``: (left, bottom, right,
         top) in world units that the view stays inside where it fits (None: follow the
-        camera anywhere). ``capacity``: initial quads."""
+        camera anywhere). ``capacity``: initial quads. ``atlas``: the pictures of ``Sprite``
+        entities (None: draw everything as flat ``Color`` boxes)."""
         if ctx is None:
             import arcade
 
@@ -161,6 +172,9 @@ class WorldRenderer:
             left, bottom, right, top = (float(v) for v in bounds)
             self.bounds = (left, bottom, right, top)
         self._batch = QuadBatch(ctx, capacity)
+        self.atlas = atlas
+        if atlas is not None:
+            self._batch.set_texture(atlas.image, atlas.white)
         self._layers: list[TextureLayer] = []
         self.quad_count = 0  # quads drawn by the last draw() (in view)
         self.set_visuals(visuals)
@@ -197,25 +211,49 @@ class WorldRenderer:
                visible: Sequence[float] | None = None) -> int:
         """Fill the quad batch from the columns; returns the number of quads.
 
-        ``visible``: (left, bottom, right, top) in world units; boxes entirely outside it
+        ``visible``: (left, bottom, right, top) in world units; quads entirely outside it
         are left out (a software rasteriser pays per triangle, even off screen).
         """
-        with world.query(Position, Collider, Color, Layer,
+        parts = [self._flat(world)]
+        if self.atlas is not None:
+            parts.append(self._sprites(world, self.atlas))
+        x, y, w, h, rgba, uv, repeat, z = (np.concatenate(c) for c in zip(*parts, strict=True))
+        if visible is not None and len(x):
+            left, bottom, right, top = visible
+            keep = np.flatnonzero((x + w / 2 >= left) & (x - w / 2 <= right)
+                                  & (y + h / 2 >= bottom) & (y - h / 2 <= top))
+        else:
+            keep = np.arange(len(x))
+        # Stable: equal z keeps row order (flat boxes, then sprites), which restore
+        # reproduces exactly, so a restored world draws pixel-identically to when it was
+        # saved.
+        order = keep[np.argsort(z[keep], kind="stable")]
+        self._batch.update(x[order], y[order], w[order], h[order], rgba[order], uv[order],
+                           repeat[order])
+        return len(order)
+
+    def _flat(self, world: World) -> tuple[np.ndarray, ...]:
+        """Columns of the flat-colour boxes (every ``Color`` box without an atlas)."""
+        without = (Sprite,) if self.atlas is not None else ()
+        with world.query(Position, Collider, Color, Layer, without=without,
                          readonly=(Position, Collider, Color, Layer)) as q:
             pos, col = q[Position], q[Collider]
-            if visible is not None and len(q):
-                left, bottom, right, top = visible
-                x0, y0, x1, y1 = box_edges(pos, col)
-                keep = np.flatnonzero((x1 >= left) & (x0 <= right) & (y1 >= bottom)
-                                      & (y0 <= top))
-            else:
-                keep = np.arange(len(q))
-            # Stable: equal z keeps row order, which restore reproduces exactly, so a
-            # restored world draws pixel-identically to when it was saved.
-            order = keep[np.argsort(q[Layer]["z"][keep], kind="stable")]
-            pos, col = pos[order], col[order]
-            self._batch.update(pos["x"], pos["y"], col["w"], col["h"], q[Color]["rgba"][order])
-        return len(order)
+            n = len(q)
+            uv = np.broadcast_to(np.asarray(self._batch.white_uv, np.float32), (n, 4))
+            return (pos["x"], pos["y"], col["w"], col["h"], q[Color]["rgba"], uv,
+                    np.ones((n, 2), np.float32), q[Layer]["z"])
+
+    @staticmethod
+    def _sprites(world: World, atlas: SpriteAtlas) -> tuple[np.ndarray, ...]:
+        """Columns of the sprites, laid out by the atlas."""
+        with world.query(Position, Collider, Sprite, Layer,
+                         readonly=(Position, Collider, Sprite, Layer)) as q:
+            pos, col, spr = q[Position], q[Collider], q[Sprite]
+            quads = atlas.place(spr["sheet"], spr["frame"], spr["flip"], pos["x"], pos["y"],
+                                col["w"], col["h"])
+            rgba = np.where(spr["blink"][:, None], BLINK_RGBA, WHITE)
+            return (quads.x, quads.y, quads.w, quads.h, rgba, quads.uv, quads.repeat,
+                    q[Layer]["z"])
 
     def draw(self, world: World, size: tuple[int, int] | None = None, *,
              clear: bool = True) -> None:

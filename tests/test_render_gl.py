@@ -271,6 +271,72 @@ def test_texture_layer_orientation_and_placement(ctx: Any) -> None:
     layer.release()
 
 
+def _quadrant_atlas() -> np.ndarray:
+    """A 6x4 atlas: a 2x2 picture at texels (1, 1)..(3, 3) with red top-left, green
+    top-right, blue bottom-left, yellow bottom-right; white at (4, 0)..(6, 2); the rest a
+    loud magenta that must never be sampled."""
+    atlas = np.zeros((4, 6, 4), np.uint8)
+    atlas[...] = (255, 0, 255, 255)
+    atlas[1, 1], atlas[1, 2] = (255, 0, 0, 255), (0, 255, 0, 255)
+    atlas[2, 1], atlas[2, 2] = (0, 0, 255, 255), (255, 255, 0, 255)
+    atlas[0:2, 4:6] = 255
+    return atlas
+
+
+def test_textured_quads_sample_their_texel_rect_repeat_and_mirror(ctx: Any) -> None:
+    batch = QuadBatch(ctx)
+    batch.set_texture(_quadrant_atlas(), white=(4, 0, 2, 2), smooth=False)
+    # Quad 0: the picture once over 4x4 units; quad 1: repeated 3x1 over 6x2 units;
+    # quad 2: mirrored; quad 3: no uv, a flat colour (the white texels times its colour).
+    x = np.array([-10.0, 2.0, -10.0, 8.0])
+    y = np.array([5.0, 5.0, -5.0, -5.0])
+    w = np.array([4.0, 6.0, 4.0, 2.0])
+    h = np.array([4.0, 2.0, 4.0, 2.0])
+    pic = (1.0, 1.0, 2.0, 2.0)
+    uv = np.array([pic, pic, pic, batch.white_uv], np.float32)
+    repeat = np.array([[1, 1], [3, 1], [-1, 1], [1, 1]], np.float32)
+    rgba = np.array([[255] * 4, [255] * 4, [255] * 4, [10, 200, 30, 255]], np.uint8)
+    batch.update(x, y, w, h, rgba, uv=uv, repeat=repeat)
+    batch.draw()
+    img = read_pixels(ctx)
+    red, green, blue, yellow = (255, 0, 0, 255), (0, 255, 0, 255), (0, 0, 255, 255), \
+        (255, 255, 0, 255)
+    # Quad 0: image top-left (red) at the quad's top-left, bottom-right (yellow) ...
+    assert tuple(img[pixel_of(-11.0, 6.0)]) == red
+    assert tuple(img[pixel_of(-9.0, 6.0)]) == green
+    assert tuple(img[pixel_of(-11.0, 4.0)]) == blue
+    assert tuple(img[pixel_of(-9.0, 4.0)]) == yellow
+    # Quad 1: three copies across x, one across y (each 2 units wide).
+    for copy in range(3):
+        left = -1.0 + 2.0 * copy
+        assert tuple(img[pixel_of(left + 0.5, 5.5)]) == red, copy
+        assert tuple(img[pixel_of(left + 1.5, 4.5)]) == yellow, copy
+    # Quad 2: mirrored left-right.
+    assert tuple(img[pixel_of(-11.0, -4.0)]) == green
+    assert tuple(img[pixel_of(-9.0, -4.0)]) == red
+    assert tuple(img[pixel_of(-11.0, -6.0)]) == yellow
+    # Quad 3: flat colour.
+    assert tuple(img[pixel_of(8.0, -5.0)]) == (10, 200, 30, 255)
+    assert not (img[..., :3] == (255, 0, 255)).all(axis=2).any(), "sampled outside a rect"
+    batch.release()
+
+
+def test_smooth_sampling_never_bleeds_from_neighbouring_texels(ctx: Any) -> None:
+    batch = QuadBatch(ctx)
+    batch.set_texture(_quadrant_atlas(), white=(4, 0, 2, 2), smooth=True)
+    # Magnified 50x and repeated: linear filtering would pull in magenta at every edge
+    # if the sampler were not kept half a texel inside the rectangle.
+    batch.update([0.0], [0.0], [20.0], [20.0], [255, 255, 255, 255], uv=(1, 1, 2, 2),
+                 repeat=(2, 2))
+    batch.draw()
+    img = read_pixels(ctx)
+    inside = img[pixel_of(-9.9, 9.9)[0]:pixel_of(-9.9, -9.9)[0] + 1,
+                 pixel_of(-9.9, 0)[1]:pixel_of(9.9, 0)[1] + 1].reshape(-1, 4).astype(int)
+    magenta_like = (inside[:, 0] > 200) & (inside[:, 1] < 60) & (inside[:, 2] > 200)
+    assert not magenta_like.any()
+    batch.release()
+
+
 def test_screenshot_png_round_trip(window: Any, ctx: Any, tmp_path: Path) -> None:
     import arcade
 

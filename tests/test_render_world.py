@@ -263,3 +263,58 @@ def test_picture_after_restore_equals_picture_at_snapshot(ctx: Any) -> None:
     other.restore(Snapshot.from_bytes(snap.to_bytes()), source="file")
     assert camera_center(other) == (2.0, 1.0)
     np.testing.assert_array_equal(draw(ctx, other, renderer), saved_img)
+
+
+def _two_tone(top: tuple[int, int, int], bottom: tuple[int, int, int]) -> np.ndarray:
+    img = np.zeros((8, 8, 4), np.uint8)
+    img[:4, :, :3], img[4:, :, :3] = top, bottom
+    img[..., 3] = 255
+    return img
+
+
+def test_sprites_draw_atlas_pictures_tiles_repeat_flips_blink_in_one_call(
+        ctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecs_engine.components import Sprite
+    from ecs_engine.systems.sprite_atlas import SheetArt, SpriteAtlas
+
+    half = np.zeros((8, 8, 4), np.uint8)
+    half[:, :4, :3], half[:, 4:, :3] = (250, 0, 0), (0, 0, 250)  # left red, right blue
+    half[..., 3] = 255
+    atlas = SpriteAtlas.build({"tile": SheetArt(_two_tone((0, 200, 0), (120, 60, 0)),
+                                                tiled=True, crop=False),
+                               "hero": SheetArt(half, crop=False)},
+                              ("tile", "hero"), pixels_per_unit=8)
+    world = new_world()
+    # One 6x1 rectangle entity of tiles, a 2x2 hero, a mirrored hero, a blinking hero, and
+    # a flat box without a Sprite.
+    world.spawn(Position(x=0.0, y=-5.5), Collider(w=6, h=1), Sprite(sheet=0), Layer(z=0),
+                Color(rgba=(1, 2, 3, 255)))
+    world.spawn(Position(x=-8.0, y=4.0), Collider(w=2, h=2), Sprite(sheet=1), Layer(z=1))
+    world.spawn(Position(x=-3.0, y=4.0), Collider(w=2, h=2), Sprite(sheet=1, flip=True),
+                Layer(z=1))
+    world.spawn(Position(x=3.0, y=4.0), Collider(w=2, h=2), Sprite(sheet=1, blink=True),
+                Layer(z=1))
+    box(world, 8.0, 4.0, 2.0, 2.0, GREEN)
+    renderer = WorldRenderer(ctx, pixels_per_unit=PPU, background=CLEAR, atlas=atlas)
+    calls = count_renders(monkeypatch, renderer)
+    img = draw(ctx, world, renderer)
+    assert calls == [5]  # every entity, tiles included, in one instanced call
+    for i in range(6):  # six tiles, each green over brown
+        x = -3.0 + i + 0.5
+        top, bottom = at(img, world, renderer, x, -5.25), at(img, world, renderer, x, -5.75)
+        assert top[:3] == (0, 200, 0) and bottom[:3] == (120, 60, 0), i
+    assert at(img, world, renderer, -8.5, 4.0)[:3] == (250, 0, 0)
+    assert at(img, world, renderer, -7.5, 4.0)[:3] == (0, 0, 250)
+    assert at(img, world, renderer, -3.5, 4.0)[:3] == (0, 0, 250)  # mirrored
+    assert at(img, world, renderer, -2.5, 4.0)[:3] == (250, 0, 0)
+    faded = at(img, world, renderer, 2.5, 4.0)
+    assert CLEAR[0] < faded[0] < 200  # blinking: faded over the background
+    assert at(img, world, renderer, 8.0, 4.0) == GREEN
+
+    # Without an atlas the same world is flat colour boxes (sprites without Color vanish).
+    flat = WorldRenderer(ctx, pixels_per_unit=PPU, background=CLEAR)
+    img = draw(ctx, world, flat)
+    assert at(img, world, flat, -2.0, -5.5) == (1, 2, 3, 255)
+    assert at(img, world, flat, -8.0, 4.0) == CLEAR
+    renderer.release()
+    flat.release()
