@@ -49,12 +49,13 @@ def _non_negative(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m ecs_engine.demo",
-        description="A platformer on the columnar ECS engine: run, jump, shoot; quicksave, "
-                    "quickload, save files and rewind.",
+        description="A platformer on the columnar ECS engine: run, jump, shoot, collect coins "
+                    "and reach the flag; quicksave, quickload, save files and rewind.",
         epilog="Subcommand: 'farm' runs many seeded headless games (farm --help). "
-               "Keys: A/D or arrows run, W/Up/Space jump, J/X shoot, hold R rewind, "
-               "F5 quicksave, F9 quickload, 1-4 pick the slot, Ctrl+S / Ctrl+L save / load "
-               "the slot's file, F3 toggles the HUD, Esc quits.",
+               "Keys: A/D or arrows run, W/Up/Space jump, J/X shoot, hold R rewind, Enter "
+               "restart, F5 quicksave, F9 quickload, 1-4 pick the slot, Ctrl+S / Ctrl+L save "
+               "/ load the slot's file, F1 toggles the key help, F3 the engine HUD, Esc "
+               "quits.",
     )
     p.add_argument("level", nargs="?", default="demo",
                    help="a shipped level name or a level folder (default: demo)")
@@ -71,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="geometry partition method (default greedy)")
     p.add_argument("--history", type=float, default=10.0, metavar="SECONDS",
                    help="seconds of rewind history (default 10)")
-    p.add_argument("--no-hud", action="store_true", help="start with the HUD hidden")
+    p.add_argument("--no-hud", action="store_true",
+                   help="hide the player HUD and key help (only the level is drawn)")
+    p.add_argument("--engine-hud", action="store_true",
+                   help="start with the engine HUD (F3: fps, entities, snapshot times) on")
     p.add_argument("--synctest", action="store_true",
                    help="check determinism: every tick rewind 2 ticks, re-simulate and "
                         "compare state hashes; stop with the tick, component and field on a "
@@ -154,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if window is not None:
             from ecs_engine.demo.window import run_window
 
-            run_window(game, window, pixels_per_unit=args.zoom, hud=not args.no_hud)
+            run_window(game, window, pixels_per_unit=args.zoom, hud=not args.no_hud,
+                       engine_hud=args.engine_hud)
             return 0
 
         from ecs_engine.demo.headless import run_headless
@@ -162,7 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         frames = DEFAULT_HEADLESS_FRAMES if args.frames is None else args.frames
         result = run_headless(game, frames, script=script, size=args.size,
                               pixels_per_unit=args.zoom, screenshot=args.screenshot,
-                              every=args.screenshot_every, hud=not args.no_hud)
+                              every=args.screenshot_every, hud=not args.no_hud,
+                              engine_hud=args.engine_hud)
     except DesyncError as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1

@@ -2,8 +2,14 @@
 
 A :class:`Game` owns one :class:`~ecs_engine.World` loaded from a level, runs the stock
 platformer systems on a fixed 60 Hz timestep, and performs the player's actions: quicksave
-and quickload into four in-memory slots, save/load a file, and rewind through a
-:class:`~ecs_engine.History` (one snapshot recorded per tick, one restored per frame).
+and quickload into four in-memory slots, save/load a file, rewind through a
+:class:`~ecs_engine.History` (one snapshot recorded per tick, one restored per frame), and
+restart. Reaching the level's flag wins, losing all hearts is game over: either freezes the
+world (:attr:`Game.outcome`) until a quickload, a rewind or a restart.
+
+Each live tick's events (``jump``, ``coin``, ``hurt``...) are queued in :attr:`Game.cues` for
+the window to play as sounds; rewinding restores states without ticking, so nothing is
+queued twice.
 
 Actions are named by strings (:data:`HOLD_ACTIONS`, :data:`TRIGGER_ACTIONS`); the window's key
 map and the headless input scripts use the same names.
@@ -28,6 +34,7 @@ from ecs_engine.components import (
     Collider,
     Color,
     Enemy,
+    Goal,
     Gravity,
     Grounded,
     Health,
@@ -41,13 +48,15 @@ from ecs_engine.components import (
     Score,
     Solid,
     Spawner,
+    Sprite,
     Tile,
     Velocity,
     stock_prefabs,
 )
 from ecs_engine.entity import key_slots
 from ecs_engine.levels import LevelSummary, load_level, shipped_level
-from ecs_engine.systems import add_platformer_systems, camera_follow, static_grid
+from ecs_engine.systems import add_platformer_systems, camera_follow, events, static_grid
+from ecs_engine.systems.gameplay import PICKUP_COIN, WON_AT
 
 __all__ = [
     "ACTIONS",
@@ -58,6 +67,7 @@ __all__ = [
     "TICK_RATE",
     "TRIGGER_ACTIONS",
     "Game",
+    "PlayerStatus",
     "add_stress_bodies",
     "default_zoom",
     "fall_out",
@@ -73,17 +83,19 @@ MAX_TICKS_PER_FRAME = 5  # a slow frame runs at most this many ticks, then drops
 SLOTS = 4
 INPUT_ACTIONS = ("left", "right", "jump", "shoot")  # copied into world.resources["input"]
 HOLD_ACTIONS = (*INPUT_ACTIONS, "rewind")
-TRIGGER_ACTIONS = ("quicksave", "quickload", "save_file", "load_file",
+TRIGGER_ACTIONS = ("quicksave", "quickload", "save_file", "load_file", "restart",
                    *(f"slot{i}" for i in range(1, SLOTS + 1)))
 ACTIONS = (*HOLD_ACTIONS, *TRIGGER_ACTIONS)
 KILL_DEPTH = 10.0  # world units below y = 0 where fallen bodies respawn or despawn
 DEFAULT_HISTORY_BYTES = 256 * 1024 * 1024
 DEFAULT_SAVE_DIR = Path("saves")
 VIEW_HEIGHT_UNITS = 30.0  # world units visible vertically at the default zoom
+MESSAGE_SECONDS = 2.0  # how long a message shows
+MAX_CUES = 256  # queued sound cues kept when nobody drains them (headless runs)
 
-ALL_COMPONENTS = (Ammo, Bouncer, Collider, Color, Enemy, Gravity, Grounded, Health, Layer,
+ALL_COMPONENTS = (Ammo, Bouncer, Collider, Color, Enemy, Goal, Gravity, Grounded, Health, Layer,
                   Lifetime, Patrol, Pickup, Player, Position, Projectile, Score, Solid, Spawner,
-                  Tile, Velocity)
+                  Sprite, Tile, Velocity)
 
 
 # ----------------------------------------------------------------------------------------
@@ -206,6 +218,16 @@ def default_zoom(height_px: int) -> float:
 
 
 @dataclass(frozen=True)
+class PlayerStatus:
+    """What the player HUD shows: hearts (hit points), coins and ammo."""
+
+    hp: int
+    max_hp: int
+    coins: int
+    ammo: int
+
+
+@dataclass(frozen=True)
 class Timing:
     """One measured snapshot or restore: wall time in microseconds, bytes of state."""
 
@@ -267,7 +289,15 @@ class Game:
         self.slots: dict[int, Snapshot] = {}
         self.slot = 1
         self.held: set[str] = set()
+        self.elapsed = 0.0  # seconds of frames shown (real time in a window, DT per frame
+        # headless): messages expire by it
+        self._message = ""
+        self._message_at = 0.0
         self.message = f"level {self.summary.name!r}: {len(self.world)} entities"
+        self.cues: deque[tuple[str, float, float]] = deque(maxlen=MAX_CUES)
+        with self.world.query(Pickup, readonly=(Pickup,)) as q:
+            self.total_coins = int((q[Pickup]["kind"] == PICKUP_COIN).sum())
+        self._start = self.world.snapshot()  # what restart goes back to
         self.last_snapshot: Timing | None = None  # any snapshot, mostly the per-tick one
         self.last_save: Timing | None = None  # the last quicksave or save file
         self.last_restore: Timing | None = None
@@ -303,6 +333,8 @@ class Game:
             self.save_file()
         elif action == "load_file":
             self.load_file()
+        elif action == "restart":
+            self.restart()
         else:
             raise ValueError(f"{action!r} is not a trigger action; they are "
                              f"{list(TRIGGER_ACTIONS)}")
@@ -311,10 +343,57 @@ class Game:
     def rewinding(self) -> bool:
         return "rewind" in self.held
 
+    # -- messages ----------------------------------------------------------------------
+    @property
+    def message(self) -> str:
+        """The last message (see :attr:`visible_message` for what the screen shows)."""
+        return self._message
+
+    @message.setter
+    def message(self, text: str) -> None:
+        self._message = text
+        self._message_at = self.elapsed
+
+    @property
+    def visible_message(self) -> str:
+        """The last message while it is younger than :data:`MESSAGE_SECONDS`, else ""."""
+        return self._message if self.elapsed - self._message_at < MESSAGE_SECONDS else ""
+
+    # -- outcome -----------------------------------------------------------------------
+    @property
+    def outcome(self) -> Literal["won", "lost"] | None:
+        """"won" once a player reached the goal, "lost" when the player is down (0 hp),
+        else None (playing). Derived from the world, so a quickload, rewind or restart
+        brings play back."""
+        if self.world.resources.get(WON_AT) is not None:
+            return "won"
+        status = self.player_status()
+        if status is not None and status.hp <= 0:
+            return "lost"
+        return None
+
+    @property
+    def won_seconds(self) -> float | None:
+        """Game time in seconds at which the goal was reached (None before)."""
+        won = self.world.resources.get(WON_AT)
+        return None if won is None else float(won) * DT
+
+    def player_status(self) -> PlayerStatus | None:
+        """The first player's hearts, coins and ammo (None without a player)."""
+        with self.world.query(Player, Health, Score, Ammo,
+                              readonly=(Player, Health, Score, Ammo)) as q:
+            if len(q) == 0:
+                return None
+            return PlayerStatus(int(q[Health]["hp"][0]), int(q[Health]["max_hp"][0]),
+                                int(q[Score]["coins"][0]), int(q[Ammo]["count"][0]))
+
     # -- time --------------------------------------------------------------------------
-    def tick(self) -> None:
-        """Run exactly one simulation tick (``DT`` seconds) with the held input, then
-        record it in the history."""
+    def tick(self) -> bool:
+        """Run exactly one simulation tick (``DT`` seconds) with the held input, record it
+        in the history and queue its events as :attr:`cues`. Does nothing (False) once the
+        game is won or lost: the world stays frozen on the end screen."""
+        if self.outcome is not None:
+            return False
         inputs = {k: k in self.held for k in INPUT_ACTIONS}
         start = self._clock()
         if self.sync is not None:
@@ -323,11 +402,19 @@ class Game:
             self.world.resources["input"] = inputs
             self.world.step(DT)
         self.tick_ms.append((self._clock() - start) * 1000.0)
+        self.cues.extend(events(self.world))  # live ticks only: never on rewind or load
         self._record()
+        outcome = self.outcome
+        if outcome == "won":
+            self.message = "goal reached!"
+        elif outcome == "lost":
+            self.message = "game over"
+        return True
 
     def step_frame(self) -> None:
-        """One deterministic frame (headless): a rewind step while "rewind" is held,
-        else exactly one tick."""
+        """One deterministic frame (headless, ``DT`` seconds): a rewind step while
+        "rewind" is held, else exactly one tick."""
+        self.elapsed += DT
         if self.rewinding:
             self.rewind_step()
         else:
@@ -336,6 +423,7 @@ class Game:
     def advance(self, seconds: float) -> int:
         """One real-time frame of ``seconds``: while rewinding, step back one snapshot;
         else run the ticks real time owes (fixed ``DT``). Returns ticks run."""
+        self.elapsed += max(0.0, seconds)
         if self.rewinding:
             self._accumulator = 0.0
             self.rewind_step()
@@ -343,7 +431,9 @@ class Game:
         self._accumulator += max(0.0, seconds)
         ticks = 0
         while self._accumulator >= DT and ticks < MAX_TICKS_PER_FRAME:
-            self.tick()
+            if not self.tick():
+                self._accumulator = 0.0  # frozen on an end screen: owe nothing
+                break
             self._accumulator -= DT
             ticks += 1
         if ticks == MAX_TICKS_PER_FRAME:
@@ -399,6 +489,13 @@ class Game:
         # shown before the load, one frame at a time.
         self._record()
         return True
+
+    def restart(self) -> None:
+        """Back to the level's start (slots, save files and history are kept: F9 or a
+        rewind still reach earlier states)."""
+        self._restore(self._start, "restart")
+        self.message = "restarted"
+        self._record()
 
     def save_path(self, slot: int | None = None) -> Path:
         """The save file of a slot (default: the current one)."""

@@ -157,6 +157,7 @@ def run_headless(
     screenshot: str | os.PathLike[str] | None = None,
     every: int | None = None,
     hud: bool = True,
+    engine_hud: bool = False,
     on_frame: FrameHook | None = None,
     window: arcade.Window | None = None,
     render: bool = True,
@@ -181,7 +182,8 @@ def run_headless(
     try:
         from ecs_engine.demo.window import GameView
 
-        view = GameView(game, window, pixels_per_unit=pixels_per_unit, hud=hud)
+        view = GameView(game, window, pixels_per_unit=pixels_per_unit, hud=hud,
+                        engine_hud=engine_hud, sound=False)
         by_frame: dict[int, list[Event]] = {}
         for ev in script:
             by_frame.setdefault(ev.frame, []).append(ev)
@@ -205,6 +207,8 @@ def run_headless(
             for action in triggers:
                 game.press(action)
             if not render:
+                view.sounds.play(game.cues)  # silent: only lists what would play
+                game.cues.clear()
                 continue
             t0 = time.perf_counter()
             view.draw_frame()

@@ -15,9 +15,11 @@ import time
 import arcade
 from pyglet import gl
 
+from ecs_engine.demo.audio import SoundBoard
 from ecs_engine.demo.game import Game, default_zoom
 from ecs_engine.demo.hud import Hud
 from ecs_engine.systems.render_world import WorldRenderer
+from ecs_engine.systems.stock_art import stock_atlas
 
 __all__ = ["CTRL_KEYS", "KEYMAP", "SKY_RGBA", "GameView", "run_window"]
 
@@ -30,6 +32,7 @@ KEYMAP: dict[int, str] = {
     arcade.key.J: "shoot", arcade.key.X: "shoot",
     arcade.key.R: "rewind",
     arcade.key.F5: "quicksave", arcade.key.F9: "quickload",
+    arcade.key.ENTER: "restart", arcade.key.RETURN: "restart",
     arcade.key.KEY_1: "slot1", arcade.key.KEY_2: "slot2",
     arcade.key.KEY_3: "slot3", arcade.key.KEY_4: "slot4",
 }
@@ -40,11 +43,14 @@ class GameView(arcade.View):
     """Plays a :class:`Game` in a window: keys become actions, each update runs the ticks
     real time owes, each draw shows the world and the HUD.
 
-    ``pixels_per_unit``: zoom (default :func:`default_zoom`); ``hud``: show the HUD.
+    ``pixels_per_unit``: zoom (default :func:`default_zoom`); ``hud``: show the player HUD
+    and the key help (False: only the level, e.g. for screenshots); ``engine_hud``: start
+    with the engine HUD (F3) on; ``sound``: play sounds (default: unless headless).
     """
 
     def __init__(self, game: Game, window: arcade.Window, *,
-                 pixels_per_unit: float | None = None, hud: bool = True) -> None:
+                 pixels_per_unit: float | None = None, hud: bool = True,
+                 engine_hud: bool = False, sound: bool | None = None) -> None:
         super().__init__(window)
         self.game = game
         _, height = window.get_framebuffer_size()
@@ -52,9 +58,11 @@ class GameView(arcade.View):
         self.renderer = WorldRenderer(
             window.ctx, pixels_per_unit=pixels_per_unit or default_zoom(height),
             background=summary.background or SKY_RGBA, visuals=summary.visuals,
-            bounds=game.bounds)
+            bounds=game.bounds, atlas=stock_atlas())
         self.hud = Hud(window.width, window.height)
-        self.hud.visible = hud
+        self.hud.player = self.hud.help = hud
+        self.hud.engine = engine_hud
+        self.sounds = SoundBoard(not arcade.headless if sound is None else sound)
         self._held_keys: dict[str, set[int]] = {}  # action -> keys holding it
         self._last_draw: float | None = None
         self.fps = 0.0  # smoothed frames per second of draws
@@ -65,7 +73,10 @@ class GameView(arcade.View):
             self.window.close()
             return
         if symbol == arcade.key.F3:
-            self.hud.visible = not self.hud.visible
+            self.hud.engine = not self.hud.engine
+            return
+        if symbol in (arcade.key.F1, arcade.key.H):
+            self.hud.help = not self.hud.help
             return
         if modifiers & arcade.key.MOD_CTRL and symbol in CTRL_KEYS:
             self.game.press(CTRL_KEYS[symbol])
@@ -94,7 +105,12 @@ class GameView(arcade.View):
         self.draw_frame()
 
     def draw_frame(self) -> None:
-        """Draw the world (clearing to the level background) and the HUD."""
+        """Play the sounds of the ticks since the last frame, then draw the world (clearing
+        to the level background) and the HUD."""
+        cues = self.game.cues
+        if cues:
+            self.sounds.play(cues)
+            cues.clear()
         now = time.perf_counter()
         if self._last_draw is not None and now > self._last_draw:
             rate = 1.0 / (now - self._last_draw)
@@ -102,10 +118,9 @@ class GameView(arcade.View):
         self._last_draw = now
         self.window.ctx.screen.use()
         self.renderer.draw(self.game.world)
-        if self.hud.visible:
-            self.window.default_camera.use()
-            self.hud.update(self.game, self.fps, self.renderer.quad_count)
-            self.hud.draw()
+        self.window.default_camera.use()
+        self.hud.update(self.game, self.fps, self.renderer.quad_count)
+        self.hud.draw()
         _opaque(self.window.ctx)
 
 
@@ -124,8 +139,9 @@ def _opaque(ctx: arcade.ArcadeContext) -> None:
 
 
 def run_window(game: Game, window: arcade.Window, *, pixels_per_unit: float | None = None,
-               hud: bool = True) -> None:
+               hud: bool = True, engine_hud: bool = False) -> None:
     """Show ``game`` in ``window`` and run arcade's event loop until the window closes."""
-    view = GameView(game, window, pixels_per_unit=pixels_per_unit, hud=hud)
+    view = GameView(game, window, pixels_per_unit=pixels_per_unit, hud=hud,
+                    engine_hud=engine_hud)
     window.show_view(view)
     arcade.run()

@@ -34,6 +34,7 @@ ENEMY = "#dc2828"
 COIN = "#ffd200"
 HEART = "#ff69b4"
 TURRET = "#787882"
+FLAG = "#28c85a"
 SKY = "#87ceeb"
 
 RGBAImage = NDArray[np.uint8]
@@ -126,6 +127,7 @@ def tutorial() -> LevelSource:
     spr = blank(w * k, h * k)
     put_sprite(spr, k, 3.5, 4.1, PLAYER)
     put_sprite(spr, k, 15.0, 7.2, COIN)
+    put_sprite(spr, k, 27.0, 3.76, FLAG)  # the goal, planted in the grass
     vis = sky(w * k, h * k, "#5fa8e8", "#c8e8ff", 6)
     ellipse(vis, "#fff5b0", 50, 5, 3, 3)
     doc = v1_document(
@@ -134,8 +136,8 @@ def tutorial() -> LevelSource:
         [{"file": "sprites/layer1.png"}],
         [{"file": "visuals/layer1.png", "z": -1}],
         {GROUND: "ground", GRASS: "grass", BRICK: "brick", STONE: "stone"},
-        {PLAYER: "player", COIN: "coin"},
-        description="Walk right, jump onto the platform, take the coin.")
+        {PLAYER: "player", COIN: "coin", FLAG: "flag"},
+        description="Walk right, jump onto the platform, take the coin, reach the flag.")
     return LevelSource("tutorial", doc, {"geometry/layer1.png": geo, "sprites/layer1.png": spr,
                                          "visuals/layer1.png": vis})
 
@@ -162,7 +164,7 @@ def demo() -> LevelSource:
     # Boundary walls and an obstacle wall.
     paint(geo, STONE, slice(0, 34), 0)
     paint(geo, STONE, slice(0, 29), w - 1)
-    paint(geo, STONE, slice(27, 34), slice(74, 76))
+    paint(geo, STONE, slice(29, 34), slice(74, 76))  # 5 tall: a running jump clears it
     paint(geo, STONE, slice(10, 13), slice(20, 50))  # a ceiling ledge
     # Floating brick platforms: (row, first col, last col + 1).
     platforms = [(28, 8, 15), (24, 18, 24), (27, 27, 33), (22, 34, 40), (25, 58, 70),
@@ -191,6 +193,7 @@ def demo() -> LevelSource:
         put_sprite(spr, k, x, y, COIN)
     put_sprite(spr, k, 89.0, top_of(17) + 1.2, HEART)
     put_sprite(spr, k, 110.5, top_of(20) + 0.6, TURRET)
+    put_sprite(spr, k, 116.0, top_of(34) + 0.88, FLAG)  # the goal, planted in the grass
 
     vis = sky(w * k, h * k, "#3a78c8", "#bfe3ff", 12)
     for cx, cy in ((60, 20), (200, 35), (330, 15), (430, 40)):
@@ -205,8 +208,10 @@ def demo() -> LevelSource:
         [{"file": "visuals/layer1.png", "z": -1}],
         {GROUND: "ground", GRASS: "grass", BRICK: {"prefab": "brick"}, STONE: "stone"},
         {PLAYER: "player", ENEMY: {"prefab": "enemy", "params": {"speed": 3.0}},
-         COIN: "coin", HEART: "heart", TURRET: {"prefab": "turret", "params": {"dir": -1}}},
-        description="The demo platformer: pits, platforms, walls, enemies, coins.")
+         COIN: "coin", HEART: "heart", TURRET: {"prefab": "turret", "params": {"dir": -1}},
+         FLAG: "flag"},
+        description="The demo platformer: pits, platforms, walls, enemies, coins; reach the "
+                    "flag at the far right.")
     return LevelSource("demo", doc, {"geometry/layer1.png": geo, "sprites/layer1.png": spr,
                                      "visuals/layer1.png": vis})
 

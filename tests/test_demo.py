@@ -21,8 +21,17 @@ import pytest
 from PIL import Image
 
 from ecs_engine import Entity, World
-from ecs_engine.components import Bouncer, Collider, Color, Player, Position, Solid
-from ecs_engine.components.prefabs import PLAYER_RGBA
+from ecs_engine.components import (
+    Bouncer,
+    Collider,
+    Color,
+    Health,
+    Player,
+    Position,
+    Solid,
+    Sprite,
+    stock_prefabs,
+)
 from ecs_engine.demo import Game, state_hash
 from ecs_engine.demo.game import DT, MAX_TICKS_PER_FRAME, default_zoom
 from ecs_engine.demo.headless import ScriptError, load_script, parse_script, run_headless
@@ -33,6 +42,8 @@ from tests.gl import window_or_skip
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOUR = REPO_ROOT / "demo" / "scripts" / "tour.json"
+WIN = REPO_ROOT / "demo" / "scripts" / "win.json"
+TUTORIAL_WIN = REPO_ROOT / "demo" / "scripts" / "tutorial_win.json"
 SIZE = (480, 270)  # small: llvmpipe fills pixels in software
 
 
@@ -365,11 +376,14 @@ def window() -> Iterator[Any]:
 
 
 def boxes(world: World) -> np.ndarray:
-    """(left, bottom, right, top) of every drawn box, shape (N, 4)."""
-    with world.query(Position, Collider, Color, readonly=(Position, Collider, Color)) as q:
-        p, c = q[Position], q[Collider]
-        return np.stack([p["x"] - c["w"] / 2, p["y"] - c["h"] / 2, p["x"] + c["w"] / 2,
-                         p["y"] + c["h"] / 2], axis=1).astype(np.float64)
+    """(left, bottom, right, top) of every drawn box (flat or sprite), shape (N, 4)."""
+    out = []
+    for drawn in (Color, Sprite):
+        with world.query(Position, Collider, drawn, readonly=(Position, Collider, drawn)) as q:
+            p, c = q[Position], q[Collider]
+            out.append(np.stack([p["x"] - c["w"] / 2, p["y"] - c["h"] / 2,
+                                 p["x"] + c["w"] / 2, p["y"] + c["h"] / 2], axis=1))
+    return np.unique(np.concatenate(out).astype(np.float64), axis=0)
 
 
 def covered(all_boxes: np.ndarray, x: float, y: float, margin: float) -> bool:
@@ -382,37 +396,61 @@ def game_viewport(game: Game, size: tuple[int, int] = SIZE) -> Viewport:
     return Viewport.follow(camera_center(game.world), size, default_zoom(size[1]), game.bounds)
 
 
+def textured(pixels: np.ndarray, what: str) -> None:
+    """A picture, not a flat box: many colours, none covering nearly all of the area (a
+    stone tile at 9 px per unit is ~70% one grey)."""
+    flat = pixels.reshape(-1, pixels.shape[-1])
+    colours, counts = np.unique(flat, axis=0, return_counts=True)
+    assert len(colours) >= 6, (what, len(colours))
+    assert counts.max() < 0.85 * len(flat), (what, counts.max() / len(flat))
+
+
 def check_player_pixel(img: np.ndarray, game: Game) -> None:
+    """The player's box on screen holds the textured character (not a flat colour)."""
     view = game_viewport(game)
     x, y = game.player_position() or (np.nan, np.nan)
     row, col = view.to_pixel(x, y)
-    assert 0 <= row < SIZE[1] and 0 <= col < SIZE[0]
-    assert tuple(img[row, col]) == PLAYER_RGBA, (x, y, row, col)
+    assert 2 <= row < SIZE[1] - 2 and 2 <= col < SIZE[0] - 2
+    with game.world.query(Player, Collider, readonly=(Player, Collider)) as q:
+        w, h = float(q[Collider]["w"][0]), float(q[Collider]["h"][0])
+    ppu = view.pixels_per_unit
+    half_w, half_h = max(2, int(w * ppu * 0.4)), max(2, int(h * ppu * 0.4))
+    textured(img[row - half_h: row + half_h + 1, col - half_w: col + half_w + 1], "player")
 
 
 def check_tile_pixel(img: np.ndarray, game: Game, rows: tuple[int, int] = (0, SIZE[1])) -> None:
-    """The centre of an on-screen geometry tile that nothing else overlaps has its colour
-    (only tiles whose centre pixel row lies in ``rows``: keeps clear of a HUD)."""
+    """Wide on-screen geometry rectangles that nothing else overlaps show their tile
+    picture: textured, and repeated once per world unit (the view's zoom is a whole number
+    of pixels, so one tile's pixels equal the next one's exactly). Only rectangle rows of
+    pixels inside ``rows`` are looked at (keeps clear of a HUD)."""
     view = game_viewport(game)
+    ppu = int(view.pixels_per_unit)
+    assert ppu == view.pixels_per_unit
     left, bottom, right, top = view.visible_rect()
     others = boxes(game.world)
-    with game.world.query(Solid, Position, Collider, Color,
-                          readonly=(Solid, Position, Collider, Color)) as q:
-        pos, col, rgba = q[Position], q[Collider], q[Color]["rgba"]
-        checked = 0
+    checked = 0
+    with game.world.query(Solid, Position, Collider, readonly=(Solid, Position, Collider)) as q:
+        pos, col = q[Position], q[Collider]
         for i in np.argsort(-(col["w"] * col["h"]), kind="stable"):  # biggest first
-            x, y = float(pos["x"][i]), float(pos["y"][i])
-            if not (left + 1 < x < right - 1 and bottom + 1 < y < top - 1):
+            x0 = max(float(pos["x"][i] - col["w"][i] / 2), left) + 0.2
+            x1 = min(float(pos["x"][i] + col["w"][i] / 2), right) - 0.2
+            y0 = max(float(pos["y"][i] - col["h"][i] / 2), bottom) + 0.2
+            y1 = min(float(pos["y"][i] + col["h"][i] / 2), top) - 0.2
+            if x1 - x0 < 3 or y1 - y0 < 0.5:
                 continue
-            # Only this tile itself may contain the point.
-            hits = ((others[:, 0] < x) & (x < others[:, 2]) & (others[:, 1] < y)
-                    & (y < others[:, 3]))
+            # Nothing but this rectangle may cover the area (sprites reach past their box).
+            hits = ((others[:, 0] < x1 + 1) & (x0 - 1 < others[:, 2])
+                    & (others[:, 1] < y1 + 1) & (y0 - 1 < others[:, 3]))
             if int(hits.sum()) != 1:
                 continue
-            row, c = view.to_pixel(x, y)
-            if not rows[0] <= row < rows[1]:
+            r0, c0 = view.to_pixel(x0, y1)
+            r1, c1 = view.to_pixel(x1, y0)
+            r0, r1 = max(int(r0), rows[0]), min(int(r1), rows[1] - 1)
+            if r1 - r0 < 3:
                 continue
-            assert tuple(img[row, c]) == tuple(rgba[i]), (x, y)
+            area = img[r0:r1 + 1, int(c0):int(c1) + 1]
+            textured(area, f"tile {i}")
+            np.testing.assert_array_equal(area[:, ppu:], area[:, :-ppu])  # repeats per unit
             checked += 1
             if checked == 3:
                 break
@@ -536,23 +574,185 @@ def test_keys_map_to_actions(window: Any, tmp_path: Path) -> None:
     assert game.rewinding and game.state_hash() != ticked
     view.on_key_release(arcade.key.R, 0)
     assert not game.rewinding
+    assert not view.hud.engine and view.hud.help and view.hud.player
     view.on_key_press(arcade.key.F3, 0)
-    assert not view.hud.visible
+    assert view.hud.engine
+    view.on_key_press(arcade.key.F1, 0)
+    assert not view.hud.help
+    start = Game(seed=0, save_dir=tmp_path).state_hash()
+    view.on_key_press(arcade.key.ENTER, 0)
+    assert game.state_hash() == start and game.world.tick == 0
+    assert game.message == "restarted"
 
 
-def test_hud_draws_text(window: Any, tmp_path: Path) -> None:
-    game = Game(seed=0, save_dir=tmp_path)
+def test_player_hud_hearts_always_on_engine_hud_behind_f3(window: Any, tmp_path: Path) -> None:
     shots: dict[str, np.ndarray] = {}
+    views: dict[str, Any] = {}
 
-    def grab(frame: int, g: Game, view: Any) -> None:
-        shots["hud" if view.hud.visible else "plain"] = read_pixels(window)
+    def grab(name: str) -> Any:
+        def hook(frame: int, g: Game, view: Any) -> None:
+            shots[name], views[name] = read_pixels(window), view
+        return hook
 
-    run_headless(game, 1, size=SIZE, hud=True, window=window, on_frame=grab)
-    game2 = Game(seed=0, save_dir=tmp_path)
-    run_headless(game2, 1, size=SIZE, hud=False, window=window, on_frame=grab)
+    run_headless(Game(seed=0, save_dir=tmp_path), 1, size=SIZE, hud=True, window=window,
+                 on_frame=grab("hud"))
+    run_headless(Game(seed=0, save_dir=tmp_path), 1, size=SIZE, hud=False, window=window,
+                 on_frame=grab("plain"))
+    run_headless(Game(seed=0, save_dir=tmp_path), 1, size=SIZE, hud=True, engine_hud=True,
+                 window=window, on_frame=grab("engine"))
+    hud = views["hud"].hud
+    hearts = hud.heart_boxes
+    assert len(hearts) == 5  # max_hp of the stock player
+    for left, bottom, w, h in hearts:
+        row, col = SIZE[1] - 1 - int(bottom + h * 0.55), int(left + w / 2)
+        r, g, b, _ = (int(v) for v in shots["hud"][row, col])
+        assert r > 180 and g < 110 and b < 130, (row, col, (r, g, b))  # a red heart
+        r, g, b, _ = (int(v) for v in shots["plain"][row, col])
+        assert not (r > 180 and g < 110 and b < 130)
     differs = np.any(shots["hud"] != shots["plain"], axis=2)
-    assert differs[: SIZE[1] // 4, : SIZE[0] // 3].mean() > 0.3  # the status panel
     assert differs[-SIZE[1] // 10:, : SIZE[0] // 3].mean() > 0.3  # the key help
+    # The engine HUD is off by default: the top right shows only the level.
+    top_right = (slice(0, SIZE[1] // 5), slice(SIZE[0] * 2 // 3, SIZE[0]))
+    np.testing.assert_array_equal(shots["hud"][top_right], shots["plain"][top_right])
+    engine = np.any(shots["engine"][top_right] != shots["plain"][top_right], axis=2)
+    assert engine.mean() > 0.3  # its panel with fps, entities, snapshot times
+
+
+def test_messages_expire_after_two_seconds(tmp_path: Path) -> None:
+    game = Game(seed=0, save_dir=tmp_path)
+    assert game.visible_message.startswith("level 'Demo'")
+    game.quicksave()
+    for _ in range(int(1.9 / DT)):
+        game.step_frame()
+    assert game.visible_message == "saved slot 1"
+    for _ in range(int(0.2 / DT) + 1):
+        game.step_frame()
+    assert game.visible_message == "" and game.message == "saved slot 1"
+    game.press("rewind")
+    for _ in range(200):
+        game.step_frame()  # rewinding refreshes its message every frame
+    assert game.visible_message.startswith("rewind")
+    game.release("rewind")
+    game.advance(2.5)
+    assert game.visible_message == ""
+
+
+def test_game_over_freezes_then_f9_and_restart_bring_play_back(tmp_path: Path) -> None:
+    game = Game("tutorial", seed=0, save_dir=tmp_path)
+    start = game.state_hash()
+    play(game, 10)
+    game.quicksave()
+    saved = game.state_hash()
+    player = int(game.world.store(Player).entities[0])
+    game.world.get(player, Health)["hp"] = 1
+    x, y = game.player_position() or (0.0, 0.0)
+    game.prefabs.instantiate(game.world, "enemy", x=x + 0.3, y=y - 0.3, speed=0)
+    game.step_frame()
+    assert game.outcome == "lost" and game.message == "game over"
+    status = game.player_status()
+    assert status is not None and status.hp == 0
+    frozen = game.state_hash()
+    assert not game.tick() and game.advance(1.0) == 0
+    assert game.state_hash() == frozen  # nothing moves on the end screen
+    game.press("quickload")
+    assert game.outcome is None and game.state_hash() == saved
+    play(game, 3)
+    game.world.get(player, Health)["hp"] = 0
+    game.step_frame()
+    assert game.outcome == "lost"
+    game.press("restart")
+    assert game.outcome is None and game.state_hash() == start and game.world.tick == 0
+
+
+def test_demo_level_win_script_reaches_the_flag(tmp_path: Path) -> None:
+    """The shipped demo level can be won: demo/scripts/win.json plays it to the flag.
+    (If a physics change breaks this, the level or the script needs a look.)"""
+    game = Game(seed=0, save_dir=tmp_path)
+    events = load_script(WIN)
+    by_frame: dict[int, list[Any]] = {}
+    for ev in events:
+        by_frame.setdefault(ev.frame, []).append(ev)
+    for frame in range(1, 1000):
+        for ev in by_frame.get(frame, ()):
+            for a in ev.release:
+                game.release(a)
+            for a in ev.press:
+                game.press(a)
+        game.step_frame()
+        if game.outcome is not None:
+            break
+    assert game.outcome == "won", game.player_position()
+    assert game.won_seconds is not None and 5 < game.won_seconds < 17
+    assert game.total_coins == 25
+
+
+def test_sounds_play_once_per_live_tick_never_while_rewinding(tmp_path: Path) -> None:
+    from ecs_engine.demo.audio import SOUNDS, SoundBoard
+
+    game = Game(seed=0, save_dir=tmp_path)
+    board = SoundBoard(enabled=False)
+    game.press("right")
+    game.press("shoot")
+    game.press("jump")
+    heard: list[list[str]] = []
+    for _ in range(40):
+        game.step_frame()
+        heard.append(board.play(game.cues))
+        game.cues.clear()
+    flat = [k for frame in heard for k in frame]
+    assert flat.count("jump") >= 1 and "shoot" in flat
+    assert heard[0] == ["shoot"]  # the player starts in the air: no jump yet
+    assert all(k in SOUNDS for k in flat)
+    assert list(board.played) == flat
+    game.release("jump")
+    game.press("rewind")
+    for _ in range(30):
+        game.step_frame()
+        assert board.play(game.cues) == []  # restoring states replays nothing
+    game.release("rewind")
+    game.press("quickload")  # empty slot: a message, no sound
+    assert list(game.cues) == []
+    for path in SOUNDS.values():  # every sound file ships with arcade
+        from ecs_engine.systems.sprite_atlas import resolve_resource
+
+        assert resolve_resource(path).stat().st_size > 0
+
+
+def test_win_screen_after_a_scripted_run(window: Any, tmp_path: Path) -> None:
+    from ecs_engine.demo.hud import WIN_RGBA, end_lines
+
+    game = Game("tutorial", seed=0, save_dir=tmp_path)
+    script = [*load_script(TUTORIAL_WIN), *parse_script([{"frame": 30, "press": ["quicksave"]}])]
+    shot = tmp_path / "win.png"
+    result = run_headless(game, 160, script=script, size=SIZE, window=window, screenshot=shot)
+    assert game.outcome == "won" and result.message == "goal reached!"
+    lines = end_lines(game)
+    assert lines is not None and lines[0] == "You win!"
+    assert re.fullmatch(r"time \d+\.\d s   coins 1 / 1", lines[1]), lines[1]
+    img = np.asarray(Image.open(shot).convert("RGBA")).astype(int)
+    middle = img[SIZE[1] // 4: SIZE[1] * 3 // 4, SIZE[0] // 4: SIZE[0] * 3 // 4]
+    title = np.all(np.abs(middle[..., :3] - np.array(WIN_RGBA[:3])) < 40, axis=2)
+    assert title.sum() > 100  # the green "You win!"
+    # The level still draws behind the shade: sky, tiles and the player, not a flat fill.
+    assert len(np.unique(img[SIZE[1] * 3 // 4:, SIZE[0] // 2:].reshape(-1, 4), axis=0)) > 20
+    # F9 from the win screen: back to frame 30, playing again.
+    game.press("quickload")
+    assert game.outcome is None and game.world.tick == 30
+    assert game.tick()
+
+
+def test_sprites_in_the_shipped_levels() -> None:
+    from ecs_engine.levels import load_level, shipped_level
+
+    for name in ("demo", "tutorial"):
+        world = World()
+        load_level(world, shipped_level(name), stock_prefabs())
+        with world.query(Sprite, readonly=(Sprite,)) as q:
+            sheets = set(q[Sprite]["sheet"].tolist())
+        from ecs_engine.components import sheet_index
+
+        assert sheet_index("flag") in sheets, name  # every shipped playable level has a goal
+        assert {sheet_index("player"), sheet_index("grass")} <= sheets
 
 
 def test_python_m_demo_headless_subprocess(window: Any, tmp_path: Path) -> None:
