@@ -172,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DesyncError as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1
+
     print(game.summary.describe().splitlines()[0])
     print(result.describe())
     if game.sync is not None:
