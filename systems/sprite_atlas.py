@@ -128,7 +128,8 @@ def _resize(img: NDArray[np.uint8], width: int, height: int) -> NDArray[np.uint8
     # Premultiply so transparent texels' colours do not bleed into edges when scaling.
     rgb = img[..., :3].astype(np.float32) * (img[..., 3:4].astype(np.float32) / 255.0)
     pre = np.concatenate([rgb.round().astype(np.uint8), img[..., 3:4]], axis=2)
-    out = np.asarray(Image.fromarray(pre).resize((width, height), Image.LANCZOS))
+    out = np.asarray(Image.fromarray(pre).resize((width, height),
+                                                        Image.Resampling.LANCZOS))
     alpha = out[..., 3:4].astype(np.float32)
     rgb = np.where(alpha > 0, out[..., :3] * 255.0 / np.maximum(alpha, 1.0), 0)
     return np.concatenate([np.clip(rgb.round(), 0, 255).astype(np.uint8), out[..., 3:4]],

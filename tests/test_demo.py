@@ -443,12 +443,12 @@ def check_tile_pixel(img: np.ndarray, game: Game, rows: tuple[int, int] = (0, SI
                     & (others[:, 1] < y1 + 1) & (y0 - 1 < others[:, 3]))
             if int(hits.sum()) != 1:
                 continue
-            r0, c0 = view.to_pixel(x0, y1)
-            r1, c1 = view.to_pixel(x1, y0)
-            r0, r1 = max(int(r0), rows[0]), min(int(r1), rows[1] - 1)
+            top_left, bottom_right = view.to_pixel(x0, y1), view.to_pixel(x1, y0)
+            r0 = max(int(top_left[0]), rows[0])
+            r1 = min(int(bottom_right[0]), rows[1] - 1)
             if r1 - r0 < 3:
                 continue
-            area = img[r0:r1 + 1, int(c0):int(c1) + 1]
+            area = img[r0:r1 + 1, int(top_left[1]):int(bottom_right[1]) + 1]
             textured(area, f"tile {i}")
             np.testing.assert_array_equal(area[:, ppu:], area[:, :-ppu])  # repeats per unit
             checked += 1
