@@ -790,3 +790,36 @@ def test_a_save_of_another_level_is_refused_and_the_game_goes_on(game: Game,
     assert not other.load_file()
     assert "is a save of level 'Demo', not" in other.message
     assert other.state_hash() == before
+
+
+def test_sounds_load_and_play_through_arcade_audio(window: Any) -> None:
+    """With audio on (the silent driver here), every cue's sound loads through arcade and
+    plays; a kind seen twice in a frame plays once; unknown kinds are ignored."""
+    import arcade
+
+    from ecs_engine.demo.audio import SOUNDS, SoundBoard
+
+    board = SoundBoard(enabled=True)
+    cues = [(kind, 0.0, 0.0) for kind in SOUNDS] + [("jump", 1.0, 1.0), ("no-such", 0.0, 0.0)]
+    assert board.play(cues) == list(SOUNDS)
+    assert set(board._loaded) == set(SOUNDS)
+    assert all(isinstance(s, arcade.Sound) for s in board._loaded.values())
+
+
+def test_rollback_resimulation_queues_no_extra_sounds(tmp_path: Path) -> None:
+    """With the sync test on, every tick is rewound and re-simulated, yet each live tick's
+    events are queued once: the same cues as a plain run."""
+    runs = []
+    for synctest in (False, True):
+        game = Game(seed=0, save_dir=tmp_path, synctest=synctest)
+        game.press("right")
+        game.press("shoot")
+        game.press("jump")
+        queued = []
+        for _ in range(60):
+            game.step_frame()
+            queued += list(game.cues)
+            game.cues.clear()
+        runs.append((queued, game.state_hash()))
+    assert runs[0] == runs[1]
+    assert [k for k, _, _ in runs[0][0]].count("shoot") >= 2
