@@ -53,8 +53,8 @@ class Sprite:
     flash while invulnerable); ``clock``: seconds into the current animation.
     """
 
-    sheet: field(np.uint16, label="sheet")  # type: ignore[valid-type]
-    frame: field(np.uint16, editable=False)  # type: ignore[valid-type]
-    flip: field(np.bool_, editable=False)  # type: ignore[valid-type]
-    blink: field(np.bool_, editable=False)  # type: ignore[valid-type]
-    clock: field(np.float32, editable=False)  # type: ignore[valid-type]
+    sheet: np.uint16 = field(label="sheet", prefab=True)  # art is prefab data
+    frame: np.uint16 = field(editable=False)
+    flip: np.bool_ = field(editable=False)
+    blink: np.bool_ = field(editable=False)
+    clock: np.float32 = field(editable=False)
