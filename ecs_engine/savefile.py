@@ -172,13 +172,14 @@ class _Writer:
             return self.buf[self.pos : self.pos + nbytes]
         return self.scratch[:nbytes]
 
-    def _commit(self, piece: np.ndarray | memoryview) -> None:
-        """Hash the next bytes of the file (already in ``_space`` or given) and send them."""
+    def _commit(self, piece: np.ndarray | memoryview, in_place: bool = False) -> None:
+        """Hash the next bytes of the file and send them; ``in_place``: they are already
+        where they belong (in the buffer, from ``_space``)."""
         view = piece if isinstance(piece, memoryview) else piece.data
         self.hasher.update(view)
         if self.file is not None:
             self.file.write(view)
-        elif not np.shares_memory(self.buf[self.pos : self.pos + 1], piece):
+        elif not in_place:
             self.buf[self.pos : self.pos + len(view)] = np.frombuffer(view, np.uint8)
         self.pos += len(view)
 
@@ -206,7 +207,7 @@ class _Writer:
                 stop = min(len(src), r + step)
                 space = self._space((stop - r) * row_bytes)
                 np.copyto(space.view(col.dtype).reshape((stop - r, *col.shape)), src[r:stop])
-                self._commit(space)
+                self._commit(space, in_place=self.file is None)
             done += len(src)
         if done != col.rows:
             raise AssertionError(f"save writer: {col.label} has {done} of {col.rows} rows")
