@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
+from functools import cached_property
 from typing import Any, TypeVar, dataclass_transform, overload
 
 import numpy as np
@@ -142,17 +143,42 @@ class ComponentSchema:
     def is_tag(self) -> bool:
         return not self.fields
 
-    @property
+    @cached_property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
+    @cached_property
+    def _specs(self) -> dict[str, FieldSpec]:
+        return {f.name: f for f in self.fields}
+
     def field_spec(self, name: str) -> FieldSpec:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(
-            f"{self.name} has no field {name!r}; fields are {list(self.field_names)}"
-        )
+        spec = self._specs.get(name)
+        if spec is None:
+            raise KeyError(
+                f"{self.name} has no field {name!r}; fields are {list(self.field_names)}"
+            )
+        return spec
+
+    @cached_property
+    def converters(self) -> dict[str, Callable[[Any], tuple[Any, int | None]]]:
+        """Field name -> ``convert(value)`` with a fast path for one Python scalar of a
+        fitting kind (returned as is; numpy converts it exactly on write). Anything else
+        goes through :meth:`convert`, which gives the same errors as before."""
+        return {f.name: _converter(self, f) for f in self.fields}
+
+    @cached_property
+    def default_row(self) -> tuple[Any, ...]:
+        """The default row as a tuple of Python values, in field order."""
+        return tuple(self.defaults[0].item())
+
+    @cached_property
+    def field_index(self) -> dict[str, int]:
+        return {f.name: i for i, f in enumerate(self.fields)}
+
+    @cached_property
+    def flat(self) -> bool:
+        """True when no field has a per-row shape (one row is a tuple of scalars)."""
+        return all(not f.shape for f in self.fields)
 
     def convert(self, name: str, value: Any) -> tuple[np.ndarray, int | None]:
         """Check and convert one field value; return (array, batch length or None)."""
@@ -252,15 +278,83 @@ def _check_float_range(arr: np.ndarray, spec: FieldSpec, where: str) -> None:
         raise ValueError(f"{where}: value {worst} overflows {spec.dtype}")
 
 
+INT64_MIN, UINT64_MAX = -(1 << 63), (1 << 64) - 1
+
+
+def _converter(schema: ComponentSchema, spec: FieldSpec) -> Callable[[Any], tuple[Any, int | None]]:
+    """One field's converter: Python scalars that need no numpy to check pass straight
+    through (validated here, once); everything else takes ``schema.convert``."""
+    name = spec.name
+    slow = schema.convert
+
+    def general(value: Any) -> tuple[Any, int | None]:
+        return slow(name, value)
+
+    if spec.shape:
+        return general
+    kind = spec.dtype.kind
+    own = spec.dtype.type  # numpy scalars of the field's own type are already exact
+    if kind == "f":
+        big = float(np.finfo(spec.dtype).max)
+
+        def to_float(value: Any) -> tuple[Any, int | None]:
+            t = type(value)
+            if t is float or t is own:
+                if -big <= value <= big:  # NaN and inf take the general path
+                    return value, None
+            elif t is int and INT64_MIN <= value <= UINT64_MAX and -big <= value <= big:
+                return float(value), None
+            return slow(name, value)
+
+        return to_float
+    if kind in "iu":
+        info = np.iinfo(spec.dtype)
+        lo, hi = int(info.min), int(info.max)
+
+        def to_int(value: Any) -> tuple[Any, int | None]:
+            t = type(value)
+            if (t is int or t is own) and lo <= value <= hi:
+                return value, None
+            return slow(name, value)
+
+        return to_int
+
+    def to_bool(value: Any) -> tuple[Any, int | None]:
+        if type(value) is bool:
+            return value, None
+        return slow(name, value)
+
+    return to_bool
+
+
 class ComponentBase:
     """Base of every ``@component`` class: holds field values, one row or a batch."""
 
     __slots__ = ("_values", "_batch")
-    _values: dict[str, np.ndarray]
+    _values: dict[str, Any]  # arrays, or Python scalars the field's converter checked
     _batch: int | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         schema = schema_of(type(self))
+        if not args:  # the common keyword form: one converter call per given field
+            converters = schema.converters
+            values: dict[str, Any] = {}
+            count: int | None = None
+            for key, value in kwargs.items():
+                convert = converters.get(key)
+                if convert is None:
+                    raise TypeError(f"{schema.name} has no field {key!r}; fields are "
+                                    f"{list(schema.field_names)}")
+                arr, n = convert(value)
+                if n is not None:
+                    if count is not None and n != count:
+                        raise ValueError(f"{schema.name}: batch lengths differ ({key!r} has "
+                                         f"{n}, earlier fields have {count})")
+                    count = n
+                values[key] = arr
+            self._values = values
+            self._batch = count
+            return
         names = schema.field_names
         if len(args) > len(names):
             raise TypeError(f"{schema.name} takes at most {len(names)} positional values "
@@ -272,10 +366,10 @@ class ComponentBase:
             if key in given:
                 raise TypeError(f"{schema.name}: field {key!r} given twice")
             given[key] = value
-        values: dict[str, np.ndarray] = {}
-        count: int | None = None
+        values = {}
+        count = None
         for key, value in given.items():
-            arr, n = schema.convert(key, value)
+            arr, n = schema.converters[key](value)
             if n is not None:
                 if count is not None and n != count:
                     raise ValueError(f"{schema.name}: batch lengths differ ({key!r} has {n}, "
@@ -290,9 +384,12 @@ class ComponentBase:
             values = object.__getattribute__(self, "_values")
         except AttributeError:
             raise AttributeError(name) from None
-        if name in values:
-            return values[name]
         schema = schema_of(type(self))
+        if name in values:
+            value = values[name]
+            if isinstance(value, np.ndarray | np.generic):
+                return value
+            return schema.field_spec(name).dtype.type(value)
         if name in schema.field_names:
             return schema.defaults[name][0]
         raise AttributeError(f"{schema.name} has no field {name!r}")
@@ -302,8 +399,11 @@ class ComponentBase:
             values = object.__getattribute__(self, "_values")
         except AttributeError:  # construction failed half-way
             values = {}
-        inner = ", ".join(f"{k}={v!r}" for k, v in values.items())
-        return f"{schema_of(type(self)).name}({inner})"
+        schema = schema_of(type(self))
+        inner = ", ".join(
+            f"{k}={v if isinstance(v, np.ndarray) else np.asarray(v, schema._specs[k].dtype)!r}"
+            for k, v in values.items())
+        return f"{schema.name}({inner})"
 
     def _write(self, data: np.ndarray, rows: slice | np.ndarray,
               select: np.ndarray | None = None) -> None:
@@ -316,9 +416,26 @@ class ComponentBase:
             value = self._values.get(f.name)
             if value is None:
                 value = schema.defaults[f.name][0]
-            elif select is not None and value.ndim > len(f.shape):
+            elif (select is not None and isinstance(value, np.ndarray)
+                  and value.ndim > len(f.shape)):
                 value = value[select]  # only batched fields; scalars broadcast
             data[f.name][rows] = value
+
+    def _write_row(self, data: np.ndarray, row: int) -> None:
+        """Write these values (one entity, not a batch) into ``data[row]``."""
+        schema = schema_of(type(self))
+        values = self._values
+        if not schema.flat:
+            self._write(data, row)
+            return
+        if len(values) == len(schema.fields):
+            data[row] = tuple(values[n] for n in schema.field_names)
+            return
+        full = list(schema.default_row)
+        index = schema.field_index
+        for name, value in values.items():
+            full[index[name]] = value
+        data[row] = tuple(full)
 
 def _build_schema(cls: type, name: str) -> ComponentSchema:
     try:
@@ -449,7 +566,8 @@ def is_component_type(obj: Any) -> bool:
 def detached(comp: ComponentBase) -> ComponentBase:
     """A copy of a component instance that no longer shares the caller's arrays."""
     twin = object.__new__(type(comp))
-    twin._values = {k: v.copy() for k, v in comp._values.items()}
+    twin._values = {k: v.copy() if isinstance(v, np.ndarray) else v
+                    for k, v in comp._values.items()}
     twin._batch = comp._batch
     return twin
 

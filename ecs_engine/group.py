@@ -59,6 +59,33 @@ class Group:
             store.move_rows(store.rows_of(slots), targets)
         self._set_size(self.size + len(slots))
 
+    def enter_one(self, slot: int) -> None:
+        """``enter`` for one entity (by slot), with no temporary arrays."""
+        size = self.size
+        rows = []
+        for store in self.stores:
+            row = store.sparse.item(slot)
+            if row < size:  # absent (-1), or already in the group
+                return
+            rows.append(row)
+        for store, row in zip(self.stores, rows, strict=True):
+            if row != size:
+                store.swap_rows(row, size)
+        self._set_size(size + 1)
+
+    def leave_one(self, slot: int) -> None:
+        """``leave`` for one entity (by slot): it moves to the group's last row, which
+        then drops out of the group."""
+        size = self.size
+        row = self.stores[0].sparse.item(slot)
+        if not 0 <= row < size:
+            return
+        last = size - 1
+        if row != last:
+            for store in self.stores:
+                store.swap_rows(row, last)
+        self._set_size(last)
+
     def leave(self, keys: np.ndarray) -> None:
         """Move those of ``keys`` (distinct) that are in the group out of it."""
         if len(keys) == 0:

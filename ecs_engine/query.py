@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,152 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
     return view
 
 
+_LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
+_NO_KEYS = np.zeros(0, np.uint64)
+_NO_KEYS.flags.writeable = False
+
+
+class QueryPlan:
+    """The checked arguments of one ``world.query(...)`` call shape and its last resolved
+    rows, reused while the layout of every store involved is unchanged.
+
+    ``World.query`` keeps one plan per argument tuple, so a system that runs every tick
+    validates its query once and re-resolves rows only after a structural change.
+    """
+
+    __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
+                 "entities", "aligned", "_layouts", "_signature")
+
+    def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
+                 readonly: Iterable[type] = ()) -> None:
+        types_t = tuple(types)
+        readonly_t = tuple(readonly)
+        without_t = tuple(without)
+        if ChildOf in types_t and ChildOf not in readonly_t:
+            readonly_t += (ChildOf,)  # parent links change through world.set_parent only
+        for t in readonly_t:
+            if t not in types_t:
+                types_t += (t,)
+        if not types_t:
+            raise ValueError("query needs at least one component type")
+        for t in types_t + without_t:
+            schema_of(t)
+        if len(set(types_t)) != len(types_t):
+            raise ValueError("query lists a component type twice")
+        overlap = set(types_t) & set(without_t)
+        if overlap:
+            names = ", ".join(schema_of(t).name for t in overlap)
+            raise ValueError(f"query both requires and excludes {names}")
+        self.types = types_t
+        self.without = without_t
+        self.readonly = frozenset(readonly_t)
+        self.may_create = len(self.readonly) < len(types_t)  # only writing queries group
+        self.stores: tuple[ComponentStore, ...] = ()
+        self.store_of: dict[type, ComponentStore] = {}
+        self.rows: dict[type, slice | np.ndarray] = {}
+        self.entities: np.ndarray = _NO_KEYS
+        self.aligned = True
+        self._layouts: tuple[int, ...] = ()
+        self._signature: tuple[Any, ...] | None = None
+
+    def _excluded(self, world: World) -> tuple[int, ...]:
+        stores = world._stores
+        return tuple(ex.layout_version if (ex := stores.get(t)) is not None else 0
+                     for t in self.without)
+
+    def resolve(self, world: World) -> None:
+        """Bring ``rows``/``entities``/``aligned`` up to date (cheap when nothing moved).
+
+        The rows depend on the layout version of every store involved (a restore brings
+        a version back together with its layout), the first store's group (prefix size)
+        and key array (aligned entities are a view of it), and the excluded stores."""
+        sig = self._signature
+        if sig is not None:
+            first = self.stores[0]
+            if (tuple(map(_LAYOUT, self.stores)) == self._layouts
+                    and first.group_size == sig[0] and first.owner is sig[1]
+                    and first.entities is sig[2]
+                    and (not self.without or self._excluded(world) == sig[3])
+                    and (self.aligned or not self.may_create or not world.auto_group
+                         or world._open_queries > 1)):
+                return
+        else:
+            self.stores = tuple(world._store(t) for t in self.types)
+            self.store_of = dict(zip(self.types, self.stores, strict=True))
+        self._resolve(world)
+        first = self.stores[0]
+        self._layouts = tuple(map(_LAYOUT, self.stores))
+        self._signature = (first.group_size, first.owner, first.entities,
+                           self._excluded(world) if self.without else ())
+
+    def _resolve(self, world: World) -> None:
+        stores = self.store_of
+        excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
+        excluded = [s for s in excluded if s.n]
+        first = self.stores[0]
+        if len(self.types) == 1 and not excluded:
+            self._set_aligned(slice(0, first.n), first)
+            return
+        if min(s.n for s in self.stores) == 0:  # nothing can match: no gather at all
+            self._set_aligned(slice(0, 0), first)
+            return
+        group = world._group_for(self.types, may_create=self.may_create)
+        if group is not None and not excluded:
+            self._set_aligned(slice(0, group.size), first)
+            return
+        if not excluded and self._within_group():
+            return
+
+        def skipped(store: ComponentStore) -> int:
+            """Leading rows no match can be in: a group's prefix, when its members all
+            have a type the query excludes."""
+            owner = store.owner
+            if isinstance(owner, Group) and any(e.owner is owner for e in excluded):
+                return store.group_size
+            return 0
+
+        driver = min(self.stores, key=lambda s: s.n - skipped(s))
+        keys = driver.entities[skipped(driver) : driver.n]
+        slots = key_slots(keys)
+        mask = np.ones(len(keys), np.bool_)
+        rows = {}
+        for t, store in stores.items():
+            r = store.rows_of(slots)
+            rows[t] = r
+            mask &= r >= 0
+        for store in excluded:
+            mask &= store.rows_of(slots) < 0
+        self.rows = {t: r[mask] for t, r in rows.items()}
+        self.entities = _readonly(keys[mask])
+        self.aligned = False
+
+    def _within_group(self) -> bool:
+        """Serve a query over some of one group's types by the group's prefix, when no
+        entity outside the prefix has all the queried types (checked on the rows past the
+        prefix of the smallest store, usually few). True if served."""
+        first = self.stores[0]
+        owner = first.owner
+        if not isinstance(owner, Group) or any(s.owner is not owner for s in self.stores):
+            return False
+        size = owner.size
+        driver = min(self.stores, key=lambda s: s.n)
+        if driver.n > size:
+            slots = key_slots(driver.entities[size : driver.n])
+            outside = np.ones(len(slots), np.bool_)
+            for store in self.stores:
+                if store is not driver:
+                    outside &= store.rows_of(slots) >= 0
+            if outside.any():
+                return False
+        self._set_aligned(slice(0, size), first)  # the prefix holds the same keys in all
+        return True
+
+    def _set_aligned(self, rows: slice, store: ComponentStore) -> None:
+        self.rows = dict.fromkeys(self.types, rows)
+        self.entities = _readonly(store.entities[rows])
+        self.aligned = True
+
+
 class Query:
     """Rows of every entity that has all ``types`` and none of ``without``.
 
@@ -36,56 +183,60 @@ class Query:
     deferred until the outermost query closes.
     """
 
-    def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
-                 readonly: Iterable[type] = ()) -> None:
-        types_t = tuple(types)
-        readonly_t = tuple(readonly)
-        if ChildOf in types_t and ChildOf not in readonly_t:
-            readonly_t += (ChildOf,)  # parent links change through world.set_parent only
-        for t in readonly_t:
-            if t not in types_t:
-                types_t += (t,)
-        if not types_t:
-            raise ValueError("query needs at least one component type")
-        for t in types_t + tuple(without):
-            schema_of(t)
-        if len(set(types_t)) != len(types_t):
-            raise ValueError("query lists a component type twice")
+    __slots__ = ("_world", "_plan", "_open", "_cache", "_gathered", "entities")
+
+    def __init__(self, world: World, types: Iterable[type] | QueryPlan,
+                 without: Iterable[type] = (), readonly: Iterable[type] = ()) -> None:
         self._world = world
-        self.types = types_t
-        self.without = tuple(without)
-        self.readonly = frozenset(readonly_t)
-        overlap = set(self.types) & set(self.without)
-        if overlap:
-            names = ", ".join(schema_of(t).name for t in overlap)
-            raise ValueError(f"query both requires and excludes {names}")
+        self._plan = types if isinstance(types, QueryPlan) else QueryPlan(
+            world, types, without, readonly)
         self._open = False
-        self._rows: dict[type, slice | np.ndarray] = {}
-        self._stores: dict[type, ComponentStore] = {}
         self._cache: dict[type, np.ndarray] = {}
-        self._gathered: dict[type, tuple[np.ndarray, np.ndarray]] = {}  # (copy, original)
-        self.entities: np.ndarray = np.zeros(0, np.uint64)
+        self._gathered: dict[type, tuple[np.ndarray, np.ndarray]] | None = None
+        self.entities: np.ndarray = _NO_KEYS
+
+    @property
+    def types(self) -> tuple[type, ...]:
+        return self._plan.types
+
+    @property
+    def without(self) -> tuple[type, ...]:
+        return self._plan.without
+
+    @property
+    def readonly(self) -> frozenset[type]:
+        return self._plan.readonly
 
     def __enter__(self) -> Query:
-        self._world._begin_query()
+        world = self._world
+        world._open_queries += 1
         self._open = True
         try:
-            self._resolve()
+            plan = self._plan
+            plan.resolve(world)
+            self.entities = plan.entities
         except BaseException:
             self._open = False
-            self._world._end_query()
+            world._end_query()
             raise
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         try:
-            for ctype, (arr, original) in self._gathered.items():
-                self._write_back(self._stores[ctype], self._rows[ctype], arr, original)
+            gathered = self._gathered
+            if gathered:
+                rows = self._plan.rows
+                for ctype, (arr, original) in gathered.items():
+                    self._write_back(self._plan.store_of[ctype], rows[ctype], arr, original)
         finally:
             self._open = False
-            self._cache.clear()
-            self._gathered.clear()
-            self._world._end_query()
+            if self._cache:
+                self._cache = {}
+                self._gathered = None
+            world = self._world
+            world._open_queries -= 1
+            if world._open_queries == 0 and world._deferred:
+                world._flush()
         if isinstance(exc, ValueError):
             clearer = self._explain(exc)
             if clearer is not None:
@@ -123,76 +274,11 @@ class Query:
         size = arr.dtype.itemsize
         if size == 0 or len(arr) == 0:
             return
-        mine = arr.view(np.uint8).reshape(len(arr), size)
-        before = original.view(np.uint8).reshape(len(arr), size)
-        changed = (mine != before).any(axis=1)
+        changed = _changed_rows(arr, original)
         if changed.any():
             where = rows[changed]
             store.data[where] = arr[changed]
             store.touch(where)
-
-    def _resolve(self) -> None:
-        world = self._world
-        stores = {t: world._store(t) for t in self.types}
-        self._stores = stores
-        excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
-        excluded = [s for s in excluded if s.n]
-        first = stores[self.types[0]]
-        if len(self.types) == 1 and not excluded:
-            self._aligned(slice(0, first.n), first)
-            return
-        group = world._group_for(self.types, may_create=len(self.readonly) < len(self.types))
-        if group is not None and not excluded:
-            self._aligned(slice(0, group.size), first)
-            return
-        if not excluded and self._within_group(stores):
-            return
-
-        def skipped(store: ComponentStore) -> int:
-            """Leading rows no match can be in: a group's prefix, when its members all
-            have a type the query excludes."""
-            owner = store.owner
-            if isinstance(owner, Group) and any(e.owner is owner for e in excluded):
-                return store.group_size
-            return 0
-
-        driver = min(stores.values(), key=lambda s: s.n - skipped(s))
-        keys = driver.entities[skipped(driver) : driver.n]
-        slots = key_slots(keys)
-        mask = np.ones(len(keys), np.bool_)
-        rows = {}
-        for t, store in stores.items():
-            r = store.rows_of(slots)
-            rows[t] = r
-            mask &= r >= 0
-        for store in excluded:
-            mask &= store.rows_of(slots) < 0
-        self._rows = {t: r[mask] for t, r in rows.items()}
-        self.entities = _readonly(keys[mask])
-
-    def _within_group(self, stores: dict[type, ComponentStore]) -> bool:
-        """Serve a query over some of one group's types by the group's prefix, when no
-        entity outside the prefix has all the queried types (checked on the rows past the
-        prefix of the smallest store, usually few). True if served."""
-        owner = next(iter(stores.values())).owner
-        if not isinstance(owner, Group) or any(s.owner is not owner for s in stores.values()):
-            return False
-        size = owner.size
-        driver = min(stores.values(), key=lambda s: s.n)
-        if driver.n > size:
-            slots = key_slots(driver.entities[size : driver.n])
-            outside = np.ones(len(slots), np.bool_)
-            for store in stores.values():
-                if store is not driver:
-                    outside &= store.rows_of(slots) >= 0
-            if outside.any():
-                return False
-        self._aligned(slice(0, size), driver)
-        return True
-
-    def _aligned(self, rows: slice, store: ComponentStore) -> None:
-        self._rows = dict.fromkeys(self.types, rows)
-        self.entities = _readonly(store.entities[rows])
 
     def __len__(self) -> int:
         self._check_open()
@@ -203,26 +289,29 @@ class Query:
             raise RuntimeError("use the query inside a with-block: `with world.query(...) as q:`")
 
     def __getitem__(self, ctype: type) -> np.ndarray:
-        self._check_open()
-        if ctype not in self._rows:
-            raise KeyError(f"{schema_of(ctype).name} is not part of this query "
-                           f"({', '.join(schema_of(t).name for t in self.types)})")
         cached = self._cache.get(ctype)
-        if cached is not None:
+        if cached is not None and self._open:
             return cached
-        store = self._stores[ctype]
-        rows = self._rows[ctype]
+        self._check_open()
+        plan = self._plan
+        rows = plan.rows.get(ctype)
+        if rows is None:
+            raise KeyError(f"{schema_of(ctype).name} is not part of this query "
+                           f"({', '.join(schema_of(t).name for t in plan.types)})")
+        store = self._plan.store_of[ctype]
         if isinstance(rows, slice):
             arr = store.data[rows]
-            if ctype in self.readonly:
-                arr = _readonly(arr)
-            else:
+            if ctype in plan.readonly:
+                arr.flags.writeable = False
+            elif rows.stop > rows.start:
                 store.touch(rows)
         else:
             arr = store.data[rows]
-            if ctype in self.readonly:
+            if ctype in plan.readonly:
                 arr.flags.writeable = False
             else:
+                if self._gathered is None:
+                    self._gathered = {}
                 self._gathered[ctype] = (arr, arr.copy())
         self._cache[ctype] = arr
         return arr
@@ -231,4 +320,22 @@ class Query:
     def aligned(self) -> bool:
         """True when the columns are views into the stores (no gather/scatter)."""
         self._check_open()
-        return all(isinstance(r, slice) for r in self._rows.values())
+        return self._plan.aligned
+
+
+def _changed_rows(arr: np.ndarray, original: np.ndarray) -> np.ndarray:
+    """Boolean mask of rows whose bytes differ (one integer compare per row when the row
+    size is 1, 2, 4 or 8 bytes)."""
+    size = arr.dtype.itemsize
+    n = len(arr)
+    if size in (1, 2, 4, 8):
+        word = np.dtype(f"u{size}")
+        return arr.view(word) != original.view(word)
+    for word_size in (8, 4, 2):
+        if size % word_size == 0:
+            word = np.dtype(f"u{word_size}")
+            mine = arr.view(word).reshape(n, size // word_size)
+            before = original.view(word).reshape(n, size // word_size)
+            return (mine != before).any(axis=1)
+    mine = arr.view(np.uint8).reshape(n, size)
+    return (mine != original.view(np.uint8).reshape(n, size)).any(axis=1)

@@ -24,42 +24,55 @@ class Record:
     component is gone, instead of silently touching another entity's row.
     """
 
-    __slots__ = ("_store", "_key", "_slots")
+    __slots__ = ("_store", "_key", "_slots", "_layout", "_cached_row")
 
     def __init__(self, store: ComponentStore, key: KeyLike, slots: SlotMap | None = None) -> None:
         self._store = store
         self._key = key
         self._slots = slots
+        self._layout = -1  # the store layout version ``_cached_row`` was found at
+        self._cached_row = -1
 
     def _row(self) -> int:
         store = self._store
+        if store.layout_version == self._layout:
+            # A layout version names one layout (a restore brings it back with it): the
+            # entity is still in the row it was in then.
+            return self._cached_row
         slot = key_slot(self._key)
-        row = int(store.sparse[slot]) if slot < len(store.sparse) else -1
-        if row < 0 or int(store.entities[row]) != self._key:
+        row = store.sparse.item(slot) if slot < len(store.sparse) else -1
+        if row < 0 or store.entities.item(row) != self._key:
             if self._slots is not None and not self._slots.is_alive(self._key):
                 raise KeyError(f"record of {store.schema.name}: {self._slots.why_dead(self._key)}")
             raise KeyError(f"{key_str(self._key)} no longer has {store.schema.name}")
+        self._layout = store.layout_version
+        self._cached_row = row
         return row
 
     def __getitem__(self, name: str) -> Any:
-        self._check_field(name)
+        column = self._store.columns.get(name)
+        if column is None:
+            self._check_field(name)
         row = self._row()
-        value = self._store.data[name][row]
+        value = column[row]  # type: ignore[index]
         if isinstance(value, np.ndarray):
             # A subarray field: a writable view (``rec["kinds"][2] = 7`` works), valid
             # until rows next move; handing it out counts as a write.
-            self._store.touch(slice(row, row + 1))
+            self._store.touch_row(row)
         return value
 
     def __setitem__(self, name: str, value: Any) -> None:
-        self._check_field(name)
-        arr, count = self._store.schema.convert(name, value)
+        store = self._store
+        convert = store.schema.converters.get(name)
+        if convert is None:
+            self._check_field(name)
+        arr, count = convert(value)  # type: ignore[misc]
         if count is not None:
-            raise ValueError(f"{self._store.schema.name}.{name}: one value expected, got a "
+            raise ValueError(f"{store.schema.name}.{name}: one value expected, got a "
                              f"batch of {count}")
         row = self._row()
-        self._store.data[name][row] = arr
-        self._store.touch(slice(row, row + 1))
+        store.columns[name][row] = arr
+        store.touch_row(row)
 
     def __getattr__(self, name: str) -> Any:
         # only called when normal lookup fails: fields, or a typo

@@ -75,6 +75,33 @@ class SlotMap:
         self.version = next(self._versions)
         return keys
 
+    def allocate_one(self) -> tuple[int, int]:
+        """Allocate one key, as ``allocate(1)`` would; returns (key, slot)."""
+        if self.n_free:
+            self.n_free -= 1
+            slot = self.free.item(self.n_free)
+            generation = self.generations.item(slot)
+        else:
+            slot = self.high_water
+            if slot >= len(self.generations):
+                self._grow(slot + 1)
+            generation = 1  # never-used slots are at generation 1
+            self.high_water = slot + 1
+        self.alive[slot] = True
+        self.n_alive += 1
+        self.version = next(self._versions)
+        return (generation << SLOT_BITS) | slot, slot
+
+    def release_one(self, slot: int) -> None:
+        """Free the slot of one live entity (already validated), as ``release`` does."""
+        generation = self.generations.item(slot) + 1
+        self.generations[slot] = generation if generation <= 0xFFFF_FFFF else 1
+        self.alive[slot] = False
+        self.free[self.n_free] = slot
+        self.n_free += 1
+        self.n_alive -= 1
+        self.version = next(self._versions)
+
     def release(self, slots: np.ndarray) -> None:
         """Free slots of live entities (already validated), bumping their generation."""
         gens = self.generations[slots].astype(np.uint64) + 1
@@ -96,12 +123,13 @@ class SlotMap:
         return ok
 
     def is_alive(self, key: KeyLike) -> bool:
-        slot = int(key) & SLOT_MASK
-        gen = int(key) >> SLOT_BITS
+        key = int(key)
+        slot = key & SLOT_MASK
         return (
-            0 <= slot < self.high_water
-            and bool(self.alive[slot])
-            and int(self.generations[slot]) == gen
+            slot < self.high_water
+            and key >= 0
+            and self.generations.item(slot) == key >> SLOT_BITS
+            and self.alive.item(slot)
         )
 
     def why_dead(self, key: KeyLike) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ecs_engine.component import ComponentSchema
-from ecs_engine.entity import KEY_DTYPE, key_slots
+from ecs_engine.entity import KEY_DTYPE, SLOT_MASK, key_slots
 from ecs_engine.memcopy import copy_into
 
 if TYPE_CHECKING:  # group.py imports this module
@@ -52,6 +52,13 @@ class ComponentStore:
         self.chunk_versions = np.full(-(-capacity // CHUNK_ROWS), self.data_version, np.int64)
         self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
         self.owner: Group | None = None  # the Group that owns this store
+        self.columns: dict[str, np.ndarray] = {}  # field name -> view of ``data`` (cached)
+        self._bind_columns()
+
+    def _bind_columns(self) -> None:
+        """Cache one view per field: ``data[name]`` costs a view construction per call."""
+        data = self.data
+        self.columns = {name: data[name] for name in self.schema.field_names}
 
     @property
     def capacity(self) -> int:
@@ -82,10 +89,25 @@ class ComponentStore:
             hit[np.asarray(rows) // CHUNK_ROWS] = True  # O(rows), no sort
             self.chunk_versions[hit] = version
 
+    def touch_row(self, row: int) -> None:
+        """The values of one row changed (cheaper than ``touch(slice(row, row + 1))``)."""
+        version = next(self._versions)
+        self.data_version = version
+        self.chunk_versions[row // CHUNK_ROWS] = version
+
     def touch_layout(self) -> None:
         """Rows were added, removed or moved (values move with them)."""
         self.layout_version = next(self._versions)
         self.touch()
+
+    def _touch_layout_rows(self, row: int, other: int) -> None:
+        """One or two rows moved: only their chunks' data changed (``row <= other``)."""
+        version = next(self._versions)
+        self.layout_version = version
+        self.data_version = version
+        chunks = self.chunk_versions
+        chunks[row // CHUNK_ROWS] = version
+        chunks[other // CHUNK_ROWS] = version
 
     def ensure_slots(self, slot_capacity: int) -> None:
         if slot_capacity > len(self.sparse):
@@ -102,6 +124,7 @@ class ComponentStore:
         entities = np.zeros(cap, KEY_DTYPE)
         entities[: self.n] = self.entities[: self.n]
         self.data, self.entities = data, entities
+        self._bind_columns()
         chunks = np.full(-(-cap // CHUNK_ROWS), self.data_version, np.int64)
         chunks[: len(self.chunk_versions)] = self.chunk_versions
         self.chunk_versions = chunks
@@ -130,6 +153,43 @@ class ComponentStore:
         self.n += k
         self.touch_layout()
         return rows
+
+    def append_one(self, key: int, slot: int) -> int:
+        """Append a row for one new key (not present); returns the row to fill."""
+        row = self.n
+        if row >= len(self.data):
+            self.reserve(row + 1)
+        self.entities[row] = key
+        self.sparse[slot] = row
+        self.n = row + 1
+        self._touch_layout_rows(row, row)
+        return row
+
+    def swap_rows(self, a: int, b: int) -> None:
+        """Exchange two live rows (values, keys and the index); ``a != b``."""
+        data, entities, sparse = self.data, self.entities, self.sparse
+        kept = data[a].copy()
+        data[a] = data[b]
+        data[b] = kept
+        key_a, key_b = entities.item(a), entities.item(b)
+        entities[a] = key_b
+        entities[b] = key_a
+        sparse[key_b & SLOT_MASK] = a
+        sparse[key_a & SLOT_MASK] = b
+        self._touch_layout_rows(min(a, b), max(a, b))
+
+    def remove_one(self, row: int, slot: int) -> None:
+        """Swap-remove one live row (of the key in ``slot``): the last row fills the hole."""
+        last = self.n - 1
+        sparse = self.sparse
+        sparse[slot] = -1
+        if row != last:
+            self.data[row] = self.data[last]
+            key = self.entities.item(last)
+            self.entities[row] = key
+            sparse[key & SLOT_MASK] = row
+        self.n = last
+        self._touch_layout_rows(row, last)
 
     def remove_rows(self, rows: np.ndarray) -> None:
         """Swap-remove distinct rows: the last live rows fill the holes."""

@@ -18,6 +18,7 @@ from ecs_engine.component import ComponentBase, component_values, detached, sche
 from ecs_engine.entity import (
     KEY_DTYPE,
     NULL,
+    SLOT_MASK,
     Entity,
     KeyLike,
     as_key,
@@ -29,7 +30,7 @@ from ecs_engine.entity import (
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.memcopy import BufferPool
-from ecs_engine.query import Query
+from ecs_engine.query import Query, QueryPlan
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from ecs_engine.prefab import PrefabRegistry
 
 SystemFn = Callable[["World", float], Any]
+MAX_QUERY_PLANS = 1024  # distinct query call shapes cached per world (systems use a few)
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class World:
         self._stores: dict[type, ComponentStore] = {}
         self._types_by_name: dict[str, type] = {}
         self._groups: list[Group] = []
+        self._slot_capacity = self._slots.capacity  # every store's sparse array covers this
+        self._plans: dict[Any, QueryPlan] = {}  # world.query arguments -> cached plan
         self._systems: list[System] = []
         self._open_queries = 0
         self._deferred: list[Callable[[], None]] = []
@@ -130,10 +134,15 @@ class World:
         """New keys, and their first slot when all are fresh and consecutive."""
         first_slot = self._slots.high_water if self._slots.n_free == 0 else None
         keys = self._slots.allocate(count)
-        capacity = self._slots.capacity
-        for store in self._stores.values():
-            store.ensure_slots(capacity)
+        self._cover_slots()
         return keys, first_slot
+
+    def _cover_slots(self) -> None:
+        capacity = self._slots.capacity
+        if capacity != self._slot_capacity:
+            for store in self._stores.values():
+                store.ensure_slots(capacity)
+            self._slot_capacity = capacity
 
     # -- validation ---------------------------------------------------------------------
     def _check_alive(self, key: object, op: str) -> int:
@@ -184,6 +193,10 @@ class World:
 
     def spawn(self, *components: Any) -> Entity:
         """Create an entity with the given components; returns its key."""
+        if not self._open_queries:
+            key = self._spawn_one(components)
+            if key is not None:
+                return Entity(key)
         comps, count = self._parse(components, "spawn")
         if count not in (None, 1):
             raise ValueError(f"spawn: got a batch of {count}; use spawn_batch for batches")
@@ -202,6 +215,31 @@ class World:
         if linked:
             self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn"))
         return Entity(int(keys[0]))
+
+    def _spawn_one(self, components: tuple[Any, ...]) -> int | None:
+        """Spawn one entity of single (not batched) components whose types have stores,
+        with no temporary arrays; None (nothing done) for anything else."""
+        stores = self._stores
+        picked = []
+        for comp in components:
+            store = stores.get(type(comp))  # only component instances have a store type
+            if store is None or comp._batch is not None or type(comp) is ChildOf:
+                return None  # (a parent link goes through set_parent's checks)
+            picked.append(store)
+        if len(set(map(id, picked))) != len(picked):
+            return None  # a type given twice: the general path raises
+        key, slot = self._slots.allocate_one()
+        self._cover_slots()
+        groups = []
+        for comp, store in zip(components, picked, strict=True):
+            row = store.append_one(key, slot)  # may reallocate data: write after
+            comp._write_row(store.data, row)
+            if store.owner is not None:
+                groups.append(store.owner)
+        for group in groups:
+            if isinstance(group, Group):
+                group.enter_one(slot)
+        return key
 
     def spawn_batch(self, *components: Any, count: int | None = None) -> np.ndarray:
         """Create many entities at once; scalar values broadcast. Returns uint64 keys."""
@@ -234,6 +272,9 @@ class World:
     def despawn(self, entity: KeyLike) -> None:
         """Destroy an entity and all its components. ``KeyError`` if not alive."""
         key = self._check_alive(entity, "despawn")
+        if not self._open_queries and not self._has_parents():
+            self._destroy_one(key)
+            return
         keys = np.array([key], KEY_DTYPE)
         if self._deferring:
             self._pending_despawn.update(hierarchy.with_descendants(self, keys).tolist())
@@ -363,6 +404,25 @@ class World:
         if isinstance(store.owner, Group):
             store.owner.leave(keys)
         store.remove_rows(store.rows_of(key_slots(keys)))
+
+    def _has_parents(self) -> bool:
+        """True when some entity has a ``ChildOf`` (despawns then cascade to subtrees)."""
+        store = self._stores.get(ChildOf)
+        return store is not None and store.n > 0
+
+    def _destroy_one(self, key: int) -> None:
+        """``_destroy`` of one live key, row by row (no temporary arrays)."""
+        slot = key & SLOT_MASK
+        for store in self._stores.values():
+            if store.n:
+                row = store.sparse.item(slot)
+                if row >= 0:
+                    owner = store.owner
+                    if row < store.group_size and isinstance(owner, Group):
+                        owner.leave_one(slot)
+                        row = store.sparse.item(slot)
+                    store.remove_one(row, slot)
+        self._slots.release_one(slot)
 
     def _destroy(self, keys: np.ndarray) -> None:
         keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
@@ -559,8 +619,22 @@ class World:
     # -- queries ------------------------------------------------------------------------
     def query(self, *types: type, without: Iterable[type] = (),
               readonly: Iterable[type] = ()) -> Query:
-        """Entities with all ``types`` (and none of ``without``): ``with world.query(...) as q``."""
-        return Query(self, types, without, readonly)
+        """Entities with all ``types`` (and none of ``without``): ``with world.query(...) as q``.
+
+        The arguments are checked once per distinct call shape; the resolved rows are
+        reused until a structural change moves rows of a store involved."""
+        key = (types, without, readonly)
+        try:
+            plan = self._plans.get(key)
+        except TypeError:  # lists or other unhashable iterables: normalise
+            key = (types, tuple(without), tuple(readonly))
+            without, readonly = key[1], key[2]
+            plan = self._plans.get(key)
+        if plan is None:
+            plan = QueryPlan(self, types, without, readonly)
+            if len(self._plans) < MAX_QUERY_PLANS:
+                self._plans[key] = plan
+        return Query(self, plan)
 
     def group(self, *types: type) -> Group:
         """Create an owning group so queries over exactly these types get aligned views."""
