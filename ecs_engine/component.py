@@ -210,12 +210,10 @@ class ComponentSchema:
         else:
             raise ValueError(f"{where}: value of shape {arr.shape} does not fit field shape "
                              f"{spec.shape} (or a batch of them)")
-        try:
-            np.broadcast_shapes(item_shape, spec.shape)
-        except ValueError as exc:
-            raise ValueError(f"{where}: value of shape {arr.shape} does not fit field shape "
-                             f"{spec.shape}") from exc
-        if np.broadcast_shapes(item_shape, spec.shape) != spec.shape:
+        # item_shape must broadcast to spec.shape (and not beyond): right-aligned, each
+        # dimension 1 or equal
+        if not all(d == 1 or d == f for d, f in zip(reversed(item_shape),
+                                                     reversed(spec.shape), strict=False)):
             raise ValueError(f"{where}: value of shape {arr.shape} does not fit field shape "
                              f"{spec.shape}")
         with np.errstate(all="ignore"):
@@ -421,19 +419,23 @@ class ComponentBase:
                 value = value[select]  # only batched fields; scalars broadcast
             data[f.name][rows] = value
 
-    def _write_row(self, data: np.ndarray, row: int) -> None:
-        """Write these values (one entity, not a batch) into ``data[row]``."""
+    def _write_row(self, data: np.ndarray, row: int, item: int = 0) -> None:
+        """Write these values into ``data[row]``: entry ``item`` of a batch, or the one
+        entity's values."""
         schema = schema_of(type(self))
         values = self._values
+        batch = self._batch is not None
         if not schema.flat:
-            self._write(data, row)
+            self._write(data, slice(row, row + 1), np.array([item]) if batch else None)
             return
-        if len(values) == len(schema.fields):
+        if not batch and len(values) == len(schema.fields):
             data[row] = tuple(values[n] for n in schema.field_names)
             return
         full = list(schema.default_row)
         index = schema.field_index
         for name, value in values.items():
+            if batch and isinstance(value, np.ndarray) and value.ndim:
+                value = value[item]
             full[index[name]] = value
         data[row] = tuple(full)
 

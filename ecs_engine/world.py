@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ecs_engine.prefab import PrefabRegistry
 
 SystemFn = Callable[["World", float], Any]
+SMALL_BATCH = 8  # batches up to this size go row by row (no numpy per-call overhead)
 MAX_QUERY_PLANS = 1024  # distinct query call shapes cached per world (systems use a few)
 
 
@@ -169,6 +170,24 @@ class World:
             raise ValueError(f"{op}: the same entity key appears more than once")
         return arr
 
+    def _few_live_keys(self, keys: Any) -> list[int] | None:
+        """Up to ``SMALL_BATCH`` distinct live keys as ints, checked without numpy; None
+        when the batch is larger or anything is wrong (the batch check then raises)."""
+        if isinstance(keys, np.ndarray):
+            if keys.ndim != 1 or keys.dtype.kind not in "ui" or len(keys) > SMALL_BATCH:
+                return None
+            keys = keys.tolist()
+        elif not isinstance(keys, list | tuple) or len(keys) > SMALL_BATCH:
+            return None
+        is_alive = self._slots.is_alive
+        pending = self._pending_despawn
+        for key in keys:
+            if type(key) is not int or not is_alive(key) or key in pending:
+                return None
+        if len(set(keys)) != len(keys):
+            return None
+        return list(keys)
+
     @staticmethod
     def _parse(components: Sequence[Any], op: str) -> tuple[list[ComponentBase], int | None]:
         """Validate component instances; return them and their common batch length."""
@@ -257,16 +276,36 @@ class World:
             ctype = type(comp)
             linked |= ctype is ChildOf
             self._store(ctype)
-        if linked:
-            comps, parents = self._split_parents(comps, n, "spawn_batch")
-        comps = self._snapshot_values(comps)
-        keys, first = self._allocate(n)
-        if self._deferring:
-            self._pending_spawns.append(keys)
-        self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
-        if linked:
-            self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn_batch"))
+        if n <= SMALL_BATCH and not self._open_queries and not linked:
+            keys = np.array(self._spawn_rows(comps, n), KEY_DTYPE)
+        else:
+            if linked:
+                comps, parents = self._split_parents(comps, n, "spawn_batch")
+            comps = self._snapshot_values(comps)
+            keys, first = self._allocate(n)
+            if self._deferring:
+                self._pending_spawns.append(keys)
+            self._run_or_defer(lambda: self._attach(keys, comps, fresh=True, first_slot=first))
+            if linked:
+                self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn_batch"))
         keys.flags.writeable = False  # the caller's copy; stores hold their own
+        return keys
+
+    def _spawn_rows(self, comps: list[Any], n: int) -> list[int]:
+        """``spawn_batch`` of a few entities (checked components, stores present), one
+        entity at a time: for small batches, numpy's per-call cost outweighs the rows."""
+        stores = [self._stores[type(comp)] for comp in comps]
+        groups = [s.owner for s in stores if isinstance(s.owner, Group)]
+        keys = []
+        for i in range(n):
+            key, slot = self._slots.allocate_one()
+            self._cover_slots()
+            for comp, store in zip(comps, stores, strict=True):
+                row = store.append_one(key, slot)  # may reallocate data: write after
+                comp._write_row(store.data, row, i)
+            for group in groups:
+                group.enter_one(slot)
+            keys.append(key)
         return keys
 
     def despawn(self, entity: KeyLike) -> None:
@@ -282,6 +321,12 @@ class World:
 
     def despawn_batch(self, keys: Any) -> None:
         """Destroy many entities. ``KeyError`` (nothing destroyed) if any is not alive."""
+        if not self._open_queries and not self._has_parents():
+            few = self._few_live_keys(keys)
+            if few is not None:
+                for key in few:
+                    self._destroy_one(key)
+                return
         arr = self._check_alive_batch(keys, "despawn_batch").copy()
         if self._deferring:
             self._pending_despawn.update(hierarchy.with_descendants(self, arr).tolist())

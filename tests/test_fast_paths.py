@@ -1,0 +1,184 @@
+"""The per-call fast paths give the same results and errors as the general ones.
+
+Single spawns/despawns and small batches go row by row, keyword components skip numpy
+for fitting Python scalars, queries reuse their resolved rows and records their row:
+each is checked here against the general path or a plain model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ecs_engine import World, component, field
+from ecs_engine.entity import Entity
+from ecs_engine.world import SMALL_BATCH
+
+
+@component
+class Pos:
+    x: np.float32 = 0.0
+    y: np.float32 = 0.0
+
+
+@component
+class Vel:
+    dx: float = 0.0
+
+
+@component
+class Hp:
+    hp: np.int16 = 5
+    alive: bool = True
+
+
+@component
+class Bag:
+    items: field(np.uint8, shape=3)
+    owner: Entity = 0
+
+
+def values_by_key(world: World) -> dict[int, tuple]:
+    """Every entity's component values, by key (independent of row order)."""
+    out: dict[int, tuple] = {}
+    for key in world.entities().tolist():
+        row = []
+        for t in (Pos, Vel, Hp, Bag):
+            row.append(world.get(key, t).tolist() if world.has(key, t) else None)
+        out[key] = tuple(map(str, row))
+    return out
+
+
+def build(world: World, n: int, grouped: bool) -> np.ndarray:
+    if grouped:
+        world.group(Pos, Vel)
+    keys = world.spawn_batch(Pos(x=np.arange(n), y=2), Vel(dx=np.arange(n) * 0.5),
+                             Hp(hp=np.arange(n) % 7), Bag(items=[1, 2, 3]))
+    return keys
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_small_batches_match_big_batches(grouped: bool) -> None:
+    """The same spawns and despawns in batches of SMALL_BATCH or fewer (row by row) and
+    as one big batch end in the same keys, values and free list."""
+    small, big = World(), World()
+    for world in (small, big):
+        build(world, 20, grouped)
+    doomed = [3, 17, 4, 0, 9, 12, 1, 19, 5, 6]
+    assert len(doomed) > SMALL_BATCH >= len(doomed) // 2
+    keys = small.entities()
+    small.despawn_batch(keys[doomed[:5]])
+    small.despawn_batch(keys[doomed[5:]])
+    big.despawn_batch(keys[doomed])
+    # the free list is a stack: release order must match for the same keys to come back
+    assert small.slot_table().free.tolist() == big.slot_table().free.tolist()
+    xs = [7.0, 8.0, 9.0, 10.0]
+    got_small = [small.spawn_batch(Pos(x=xs[:k], y=1), Vel(), Hp(hp=2), count=k)
+                 for k in (1, 2, 3, 4)]
+    got_big = big.spawn_batch(Pos(x=[x for k in (1, 2, 3, 4) for x in xs[:k]], y=1), Vel(),
+                              Hp(hp=2), count=10)
+    assert np.concatenate(got_small).tolist() == got_big.tolist()
+    assert values_by_key(small) == values_by_key(big)
+    for world in (small, big):
+        with world.query(Pos, Vel) as q:
+            assert sorted(q.entities.tolist()) == sorted(
+                k for k in world.entities().tolist() if world.has(k, Vel))
+            assert (q[Pos]["x"] * 0.5 == q[Vel]["dx"]).sum() >= 10  # build()'s survivors
+
+
+def test_small_batch_returns_read_only_keys_and_bag_rows() -> None:
+    world = World()
+    keys = world.spawn_batch(Bag(items=[[1, 2, 3], [4, 5, 6]], owner=0), count=2)
+    assert len(keys) == 2 <= SMALL_BATCH and not keys.flags.writeable
+    assert world.get(keys[1], Bag)["items"].tolist() == [4, 5, 6]
+    assert world.spawn_batch(Pos(), count=0).tolist() == []
+
+
+def test_small_despawn_batch_errors_change_nothing() -> None:
+    world = World()
+    keys = world.spawn_batch(Pos(x=np.arange(5)))
+    world.despawn(keys[4])
+    before = values_by_key(world)
+    with pytest.raises(KeyError, match="1 of 2 keys are not alive"):
+        world.despawn_batch([int(keys[0]), int(keys[4])])
+    with pytest.raises(ValueError, match="more than once"):
+        world.despawn_batch(keys[[1, 1]])
+    with pytest.raises(TypeError):
+        world.despawn_batch([1.5])
+    assert values_by_key(world) == before and len(world) == 4
+
+
+def test_single_spawn_and_despawn_keep_groups_aligned() -> None:
+    world = World()
+    world.group(Pos, Vel)
+    keys = [world.spawn(Pos(x=float(i)), Vel(dx=float(i))) if i % 3 else world.spawn(
+        Pos(x=float(i))) for i in range(12)]
+    for k in keys[::4]:
+        world.despawn(k)
+    world.spawn(Vel(dx=99.0), Pos(x=99.0))
+    with world.query(Pos, Vel) as q:
+        assert q.aligned
+        assert (q[Pos]["x"] == q[Vel]["dx"]).all()
+        assert sorted(q[Pos]["x"].tolist()) == sorted(
+            [float(i) for i in range(12) if i % 3 and i % 4] + [99.0])
+
+
+def test_keyword_fast_path_errors_match_the_general_path() -> None:
+    with pytest.raises(ValueError, match="overflows float32"):
+        Pos(x=1e39)
+    with pytest.raises(ValueError, match="out of range"):
+        Hp(hp=40000)
+    with pytest.raises(ValueError, match="out of range"):
+        Bag(owner=-1)
+    with pytest.raises(TypeError, match="has no field 'z'"):
+        Pos(z=1.0)
+    assert np.isnan(Pos(x=float("nan")).x) and Pos(x=float("inf")).x == np.inf
+    assert Hp(alive=1).alive == np.True_ and Hp(alive=False).alive == np.False_
+    p = Pos(x=1.5, y=2)
+    assert p.x.dtype == np.float32 and p.y == np.float32(2.0)
+    assert Hp(hp=-32768).hp == -32768 and Vel(dx=3).dx == 3.0
+
+
+def test_record_row_cache_follows_moves_restores_and_death() -> None:
+    world = World()
+    keys = world.spawn_batch(Pos(x=np.arange(6)))
+    rec = world.get(keys[5], Pos)
+    assert rec["x"] == 5
+    snap = world.snapshot()
+    world.despawn(keys[0])  # swap-remove moves keys[5] into row 0
+    assert rec["x"] == 5
+    rec["x"] = 50.0
+    assert world.get(keys[5], Pos)["x"] == 50
+    world.restore(snap)  # back to the layout (and value) of the snapshot
+    assert rec["x"] == 5
+    world.despawn(keys[5])
+    with pytest.raises(KeyError, match="despawned"):
+        rec["x"]
+    world.restore(snap)
+    assert rec["x"] == 5
+
+
+def test_cached_query_plans_see_every_structural_change() -> None:
+    world = World()
+    a = world.spawn(Pos(x=1.0))
+    with world.query(Pos, without=(Vel,)) as q:  # Vel has no store yet
+        assert q.entities.tolist() == [a]
+    snap = world.snapshot()
+    b = world.spawn(Pos(x=2.0), Vel())
+    world.add(a, Vel())
+    with world.query(Pos, without=(Vel,)) as q:
+        assert q.entities.tolist() == []
+    world.remove(a, Vel)
+    with world.query(Pos, without=(Vel,)) as q:
+        assert q.entities.tolist() == [a]
+    world.restore(snap)
+    assert not world.is_alive(b)
+    with world.query(Pos, without=(Vel,)) as q:
+        assert q.entities.tolist() == [a]
+    with world.query(Pos, Vel) as q:
+        assert len(q) == 0
+    c = world.spawn(Pos(x=3.0), Vel(dx=1.0))
+    with world.query(Pos, Vel) as q:
+        assert q.entities.tolist() == [c]
+        q[Pos]["x"] += q[Vel]["dx"]
+    assert world.get(c, Pos)["x"] == 4.0
