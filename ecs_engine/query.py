@@ -91,8 +91,9 @@ class QueryPlan:
                     and first.entities is sig[2]
                     and (not self.without or self._excluded(world) == sig[3])
                     and (self.aligned or not self.may_create or not world.auto_group
-                         or world._open_queries > 1)):
-                return
+                         or world._open_queries > 1
+                         or any(s.owner is not None for s in self.stores))):
+                return  # (a gathered writing query re-resolves while it could get a group)
         else:
             self.stores = tuple(world._store(t) for t in self.types)
             self.store_of = dict(zip(self.types, self.stores, strict=True))
@@ -289,10 +290,11 @@ class Query:
             raise RuntimeError("use the query inside a with-block: `with world.query(...) as q:`")
 
     def __getitem__(self, ctype: type) -> np.ndarray:
+        if not self._open:
+            self._check_open()
         cached = self._cache.get(ctype)
-        if cached is not None and self._open:
+        if cached is not None:
             return cached
-        self._check_open()
         plan = self._plan
         rows = plan.rows.get(ctype)
         if rows is None:

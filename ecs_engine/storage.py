@@ -83,7 +83,11 @@ class ComponentStore:
         elif isinstance(rows, slice):
             start, stop, _ = rows.indices(self.capacity)
             if stop > start:
-                self.chunk_versions[start // CHUNK_ROWS : (stop - 1) // CHUNK_ROWS + 1] = version
+                first, last = start // CHUNK_ROWS, (stop - 1) // CHUNK_ROWS
+                if first == last:  # one scalar store, not a slice assignment
+                    self.chunk_versions[first] = version
+                else:
+                    self.chunk_versions[first : last + 1] = version
         elif len(rows):
             hit = np.zeros(len(self.chunk_versions), np.bool_)
             hit[np.asarray(rows) // CHUNK_ROWS] = True  # O(rows), no sort

@@ -34,7 +34,7 @@ class Hp:
 
 @component
 class Bag:
-    items: field(np.uint8, shape=3)
+    items: np.ndarray = field(np.uint8, shape=3)
     owner: Entity = 0
 
 
@@ -131,7 +131,7 @@ def test_keyword_fast_path_errors_match_the_general_path() -> None:
     with pytest.raises(ValueError, match="out of range"):
         Bag(owner=-1)
     with pytest.raises(TypeError, match="has no field 'z'"):
-        Pos(z=1.0)
+        Pos(**{"z": 1.0})
     assert np.isnan(Pos(x=float("nan")).x) and Pos(x=float("inf")).x == np.inf
     assert Hp(alive=1).alive == np.True_ and Hp(alive=False).alive == np.False_
     p = Pos(x=1.5, y=2)
