@@ -69,7 +69,7 @@ class QueryPlan:
         self.rows: dict[type, slice | np.ndarray] = {}
         self.entities: np.ndarray = _NO_KEYS
         self.aligned = True
-        self._layouts: tuple[int, ...] = ()
+        self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
 
     def _excluded(self, world: World) -> tuple[int, ...]:
