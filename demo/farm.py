@@ -90,12 +90,14 @@ def _outcome(game: Game) -> dict[str, Any]:
         keys = q.entities.copy()
         x = float(q[Position]["x"][0]) if len(q) else None
     if keys.size == 0:
-        return {"player": "gone", "hp": 0, "coins": 0, "x": None}
+        return {"player": "gone", "outcome": game.outcome, "won_seconds": None, "hp": 0,
+                "coins": 0, "x": None}
     player = int(keys[0])
     hp = int(world.get(player, Health)["hp"]) if world.has(player, Health) else None
     coins = int(world.get(player, Score)["coins"]) if world.has(player, Score) else 0
     alive = hp is None or hp > 0
-    return {"player": "alive" if alive else "dead", "hp": hp, "coins": coins,
+    return {"player": "alive" if alive else "dead", "outcome": game.outcome,
+            "won_seconds": game.won_seconds, "hp": hp, "coins": coins,
             "x": None if x is None else round(x, 3)}
 
 
@@ -190,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
             out.close()
     seconds = time.perf_counter() - began
     alive = sum(r["player"] == "alive" for r in rows)
+    won = sum(r["outcome"] == "won" for r in rows)
     print(f"farm: {len(rows)} seed(s) x {args.frames} frames with {backend} "
-          f"({workers} worker(s)) in {seconds:.1f} s; player alive in {alive}",
+          f"({workers} worker(s)) in {seconds:.1f} s; player alive in {alive}, won {won}",
           file=sys.stderr)
     return 0

@@ -42,6 +42,7 @@ def test_rows_per_seed(inline_rows: list[dict[str, Any]]) -> None:
         assert row["frames"] == 40 and len(row["hashes"]) == 2
         assert row["hashes"][-1] == row["state_hash"]
         assert row["player"] in {"alive", "dead", "gone"}
+        assert row["outcome"] in {None, "won", "lost"}
     # Different seeds press different keys: different games.
     assert len({r["state_hash"] for r in inline_rows}) == 4
 
