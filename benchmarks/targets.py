@@ -325,8 +325,86 @@ def t10(ix: Index) -> list[Outcome]:
     ]
 
 
+SMALL_SIZES = (10, 30, 100, 300, 1_000, 10_000)
+
+
+def t_small(ix: Index) -> list[Outcome]:
+    """Issue 11: the 3-system churn tick against esper, small worlds (scenario ``small``)."""
+    out = []
+    for n in SMALL_SIZES:
+        num = ("small", "churn_tick", "engine", n, "")
+        den = ("small", "churn_tick", "esper", n, "")
+        title = f"3-system churn tick at {n:,}: engine / esper"
+        if n == 10:
+            out.append(_ratio(ix, "11a", title, "<= 3x", 3.0, False, num, den))
+        elif n == 30:
+            out.append(_info(_ratio(ix, "11b", title, "<= 3x", 3.0, False, num, den,
+                                    note="between the two bounds: reported")))
+        elif n == 10_000:
+            out.append(_ratio(ix, "11f", f"3-system churn tick at {n:,}: esper / engine",
+                              ">= 30x", 30.0, True, den, num))
+        else:
+            tid = {100: "11c", 300: "11d", 1_000: "11e"}[n]
+            out.append(_ratio(ix, tid, title, "<= 1x", 1.0, False, num, den))
+    return out
+
+
+def t_percall(ix: Index) -> list[Outcome]:
+    """Issue 11: per-call costs at 100 entities (scenario ``percall``)."""
+    n = 100
+
+    def pair(tid: str, title: str, op: str, other: str, bound: float) -> Outcome:
+        return _ratio(ix, tid, title, f"<= {bound:g}x", bound, False,
+                      ("percall", op, "engine", n, ""), ("percall", op, other, n, ""))
+
+    return [
+        pair("12a", "spawn (2 keyword-built components): engine / esper create_entity",
+             "spawn", "esper", 10),
+        pair("12b", "despawn: engine / esper delete_entity(immediate=True)", "despawn",
+             "esper", 10),
+        pair("12c", "query enter+exit: engine / esper cached get_components", "query",
+             "esper", 3),
+        pair("12d", "record read rec['x']: engine / attribute read", "record_read",
+             "attribute", 10),
+        pair("12e", "record write rec['x'] = v: engine / attribute write", "record_write",
+             "attribute", 10),
+        _info(pair("12f", "world.get(e, T)['x'] = v / esper component_for_entity(e, T).x = v",
+                   "get_set", "esper", 10)),
+    ]
+
+
+def t_unserved(ix: Index) -> list[Outcome]:
+    """Issue 11: a query the owning group does not serve (scenario ``unserved``)."""
+    n = 100 * K
+    return [
+        _ratio(ix, "13a", "(Velocity, Gravity) beside the collision group, 100k, every body "
+               "falls: unserved / aligned", "<= 2x", 2.0, False,
+               ("unserved", "gravity", "unserved", n, "stress"),
+               ("unserved", "gravity", "aligned", n, "stress")),
+        _info(_ratio(ix, "13b", "(Velocity, Gravity) beside the collision group, 100k, half "
+                     "fall, 10% respawned: unserved / aligned", "<= 2x", 2.0, False,
+                     ("unserved", "gravity", "unserved", n, "half"),
+                     ("unserved", "gravity", "aligned", n, "half"),
+                     note="rows scattered through the stores: gathered")),
+    ]
+
+
+def t_demo_tick(ix: Index) -> list[Outcome]:
+    """Issue 11: the demo's default level per tick (an absolute time: reported only)."""
+    rows = [r for (scn, *_), r in ix.rows.items() if scn == "demotick"]
+    tid, title, required = "14", "demo default level: ms per tick", "<= 0.4 ms"
+    row = next((r for r in rows if r.get("status") == "ok" and "per_tick_ms" in r), None)
+    if row is None:
+        return [Outcome(tid, title, SKIP, "-", required, None, "demotick not in this run")]
+    ms = float(row["per_tick_ms"])
+    verdict = "would pass" if ms <= 0.4 else "would fail"
+    return [Outcome(tid, title, INFO, f"{ms:.3g} ms", required, round(ms, 4),
+                    f"absolute time on a shared machine: reported, not checked ({verdict})")]
+
+
 TARGETS: tuple[Callable[[Index], list[Outcome]], ...] = (t1, t2, t3, t4, t5, t6, t7, t8, t9,
-                                                         t_scaleout, t10)
+                                                         t_scaleout, t10, t_small, t_percall,
+                                                         t_unserved, t_demo_tick)
 
 
 def evaluate(records: Iterable[Record]) -> list[Outcome]:

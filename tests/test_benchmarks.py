@@ -167,7 +167,28 @@ def synthetic(**scale: float) -> list[dict[str, Any]]:
              r("sim", "tick", "engine", 10_000, 0.0015),
              r("sim", "rollback", "engine", 0, 0.002),
              r("sim", "rollback", "engine", 10_000, 0.012)]
+    for n in (10, 30, 100, 300, 1_000, 10_000):  # issue 11: small worlds
+        recs += [r("small", "churn_tick", "engine", n, 2.0 if n < 100 else 1.0),
+                 r("small", "churn_tick", "esper", n, 1.0 if n < 10_000 else 40.0)]
+    for op, other, t in (("spawn", "esper", 5.0), ("despawn", "esper", 5.0),
+                         ("query", "esper", 2.0), ("record_read", "attribute", 5.0),
+                         ("record_write", "attribute", 5.0), ("get_set", "esper", 5.0)):
+        recs += [r("percall", op, "engine", 100, t), r("percall", op, other, 100, 1.0)]
+    for variant in ("stress", "half"):
+        recs += [r("unserved", "gravity", "unserved", 100_000, 1.5, variant),
+                 r("unserved", "gravity", "aligned", 100_000, 1.0, variant)]
+    recs.append(r("demotick", "demo_tick", "engine", 69, 0.01, per_tick_ms=0.3))
     return recs
+
+
+def test_issue_11_targets_fail_when_slow() -> None:
+    slow = {o.id: o for o in evaluate(synthetic(**{"churn_tick:engine": 3.5}))}
+    assert slow["11a"].status == FAIL and slow["11c"].status == FAIL  # 7x at 10, 3.5x at 100
+    assert slow["11f"].status == FAIL  # esper only 11x slower at 10k
+    calls = {o.id: o for o in evaluate(synthetic(**{"query:engine": 2.0}))}
+    assert calls["12c"].status == FAIL and calls["12a"].status == PASS
+    gather = {o.id: o for o in evaluate(synthetic(**{"gravity:unserved": 2.0}))}
+    assert gather["13a"].status == FAIL and gather["13b"].status == INFO
 
 
 def test_scaleout_targets_fail_when_slow_or_unverified() -> None:
@@ -182,7 +203,9 @@ def test_scaleout_targets_fail_when_slow_or_unverified() -> None:
 
 def test_check_passes_when_every_ratio_is_met() -> None:
     outcomes = evaluate(synthetic())
-    assert {o.status for o in outcomes if o.id not in ("5c", "1c", "10e")} == {PASS}
+    informative = ("5c", "1c", "10e", "11b", "12f", "13b", "14")
+    assert {o.status for o in outcomes if o.id not in informative} == {PASS}
+    assert {o.id: o for o in outcomes}["14"].status == INFO
     assert {o.id: o for o in outcomes}["10e"].status == INFO
     assert {o.id: o for o in outcomes}["5c"].status == INFO
     assert {o.id: o for o in outcomes}["1c"].status == INFO

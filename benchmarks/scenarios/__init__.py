@@ -20,7 +20,7 @@ JobFn = Callable[[int, dict[str, Any], Timing], list[Record]]
 Plan = Generator["Job | list[Record]", "list[Record] | None", None]
 
 ORDER = ("tick", "spawn", "snapshot", "restore", "savefile", "churn", "history", "partition",
-         "frame", "scaleout", "sim")
+         "frame", "scaleout", "sim", "small", "percall", "unserved", "demotick")
 """Scenario names in run order (``--only`` takes these)."""
 
 

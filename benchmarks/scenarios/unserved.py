@@ -1,0 +1,97 @@
+"""A query the owning group does not serve, against the aligned equivalent, at 100k.
+
+The demo groups ``(Position, Velocity, Collider, Grounded)`` for collision; its gravity
+system queries ``(Velocity, Gravity)``, which that group cannot serve (a store belongs to
+one group). Two worlds hold the same 100k bodies (plus 1k static colliders):
+
+- ``unserved``: the stock group; the gravity query resolves through the stores' index;
+- ``aligned``: a world grouped as ``(Velocity, Gravity)`` instead, so the same query is a
+  pair of views.
+
+Variant ``stress``: every body has gravity, spawned in one batch (the demo's ``--stress``).
+Variant ``half``: gravity on a random half of the bodies, after 10% of them were despawned
+and respawned, so the rows the query needs are scattered through the stores.
+
+Both run the demo's ``gravity`` system, interleaved; each must end with the same sum of
+vertical speeds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmarks.fingerprint import sums
+from benchmarks.runner import Op, Record, Timing, timed_records
+from benchmarks.scenarios import Job, Plan
+from ecs_engine import World
+from ecs_engine.components import Collider, Gravity, Grounded, Position, Velocity
+from ecs_engine.systems.physics import gravity
+
+NAME = "unserved"
+TITLE = "Query the owning group does not serve vs aligned (100k)"
+N = 100_000
+QUICK_N = 10_000
+DT = 1 / 60
+
+
+def plan(cfg: Any) -> Plan:
+    n = min(QUICK_N, max(cfg.sizes)) if cfg.quick else N
+    for variant in ("stress", "half"):
+        yield Job(NAME, "engine", n, {"variant": variant})
+
+
+def build(n: int, variant: str, grouping: tuple[type, ...]) -> World:
+    """``n`` bodies and ``n // 100`` static colliders, the same in every call."""
+    rng = np.random.default_rng(7)
+    world = World(auto_group=False)
+    world.group(*grouping)
+    world.spawn_batch(Position(x=rng.random(n // 100) * 100), Collider(w=1, h=1))
+    xs = rng.random(n) * 100
+    vy = rng.random(n) * 4 - 2
+    if variant == "stress":
+        world.spawn_batch(Position(x=xs, y=50), Velocity(x=0, y=vy), Collider(w=0.5, h=0.5),
+                          Grounded(), Gravity())
+        return world
+    has_gravity = rng.random(n) < 0.5
+    keys = world.spawn_batch(Position(x=xs, y=50), Velocity(x=0, y=vy),
+                             Collider(w=0.5, h=0.5), Grounded())
+    world.add_batch(keys[has_gravity], Gravity())
+    doomed = rng.choice(n, n // 10, replace=False)
+    world.despawn_batch(keys[doomed])
+    again = world.spawn_batch(Position(x=xs[doomed], y=50), Velocity(x=0, y=vy[doomed]),
+                              Collider(w=0.5, h=0.5), Grounded())
+    world.add_batch(again[has_gravity[doomed]], Gravity())
+    return world
+
+
+def fall_speed(world: World) -> tuple[Any, ...]:
+    with world.query(Velocity, readonly=(Velocity,)) as q:
+        vel = q[Velocity]
+        return sums(len(vel), vel["x"], vel["y"])
+
+
+def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
+    variant = params["variant"]
+    unserved = build(n, variant, (Position, Velocity, Collider, Grounded))
+    aligned = build(n, variant, (Velocity, Gravity))
+
+    def tick(world: World) -> World:
+        gravity(world, DT)
+        return world
+
+    ops = {"unserved": Op(lambda: tick(unserved), fingerprint=fall_speed),
+           "aligned": Op(lambda: tick(aligned), fingerprint=fall_speed)}
+    with unserved.query(Velocity, Gravity, readonly=(Gravity,)) as q:
+        served_as = "views" if q.aligned else "gathered"
+    out = timed_records(NAME, n, ops, timing,
+                        {"unserved": ("gravity", variant, "unserved"),
+                         "aligned": ("gravity", variant, "aligned")})
+    for r in out:
+        if r["contender"] == "unserved":
+            r["served_as"] = served_as
+    return out
+
+
+JOBS = {"engine": engine}
