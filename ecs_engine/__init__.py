@@ -12,7 +12,7 @@ from ecs_engine.query import Query
 from ecs_engine.record import Record
 from ecs_engine.rollback import DesyncError, Rollback, SyncTest
 from ecs_engine.savefile import SaveFileError
-from ecs_engine.snapshot import RestoreEvent, Snapshot, StoreSnapshot
+from ecs_engine.snapshot import RestoreCallbackError, RestoreEvent, Snapshot, StoreSnapshot
 from ecs_engine.storage import ComponentStore
 from ecs_engine.world import System, World
 
@@ -38,6 +38,7 @@ __all__ = [
     "PrefabRegistry",
     "Query",
     "Record",
+    "RestoreCallbackError",
     "RestoreEvent",
     "Rollback",
     "SaveFileError",

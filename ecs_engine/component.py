@@ -184,22 +184,7 @@ class ComponentSchema:
         """Check and convert one field value; return (array, batch length or None)."""
         spec = self.field_spec(name)
         where = f"{self.name}.{name}"
-        try:
-            arr = np.asarray(value)
-        except Exception as exc:  # ragged lists and the like
-            raise ValueError(f"{where}: cannot convert {value!r} to {spec.dtype}") from exc
-        if arr.dtype.kind not in "biuf":
-            if arr.dtype.kind == "O" and arr.size and all(type(v) is int for v in arr.flat):
-                raise ValueError(f"{where}: value {_short(value)} out of range for "
-                                 f"{_what(spec)} {_limits(spec.dtype)}")
-            raise ValueError(f"{where}: expected {spec.dtype} values, got {arr.dtype} ({value!r})")
-        if arr.size and spec.dtype.kind in "iu":
-            _check_int_range(arr, spec, where)
-        elif arr.size and spec.dtype.kind == "f" and _may_overflow(arr.dtype, spec.dtype):
-            _check_float_range(arr, spec, where)
-        if spec.dtype.kind == "b" and arr.dtype.kind != "b":
-            if not np.all((arr == 0) | (arr == 1)):
-                raise ValueError(f"{where}: bool field needs True/False, got {value!r}")
+        arr = self._checked(spec, value, where)
         core = len(spec.shape)
         count: int | None = None
         if arr.ndim == core + 1:
@@ -218,6 +203,35 @@ class ComponentSchema:
                              f"{spec.shape}")
         with np.errstate(all="ignore"):
             return arr.astype(spec.dtype, copy=False), count
+
+    def convert_elements(self, name: str, value: Any) -> np.ndarray:
+        """Check values for a field's elements (kind, range, whole numbers) whatever their
+        shape; return them in the field's dtype (for writes into part of a subarray)."""
+        spec = self.field_spec(name)
+        arr = self._checked(spec, value, f"{self.name}.{name}")
+        with np.errstate(all="ignore"):
+            return arr.astype(spec.dtype, copy=False)
+
+    @staticmethod
+    def _checked(spec: FieldSpec, value: Any, where: str) -> np.ndarray:
+        """``value`` as an array whose values all fit ``spec`` (not yet cast)."""
+        try:
+            arr = np.asarray(value)
+        except Exception as exc:  # ragged lists and the like
+            raise ValueError(f"{where}: cannot convert {value!r} to {spec.dtype}") from exc
+        if arr.dtype.kind not in "biuf":
+            if arr.dtype.kind == "O" and arr.size and all(type(v) is int for v in arr.flat):
+                raise ValueError(f"{where}: value {_short(value)} out of range for "
+                                 f"{_what(spec)} {_limits(spec.dtype)}")
+            raise ValueError(f"{where}: expected {spec.dtype} values, got {arr.dtype} ({value!r})")
+        if arr.size and spec.dtype.kind in "iu":
+            _check_int_range(arr, spec, where)
+        elif arr.size and spec.dtype.kind == "f" and _may_overflow(arr.dtype, spec.dtype):
+            _check_float_range(arr, spec, where)
+        if spec.dtype.kind == "b" and arr.dtype.kind != "b":
+            if not np.all((arr == 0) | (arr == 1)):
+                raise ValueError(f"{where}: bool field needs True/False, got {value!r}")
+        return arr
 
 
 def _short(value: Any) -> str:

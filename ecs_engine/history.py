@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ecs_engine.memcopy import root_of
-from ecs_engine.snapshot import Snapshot, is_current
+from ecs_engine.snapshot import Snapshot, is_current, state_token
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
@@ -31,6 +31,10 @@ class History:
         self._snaps: deque[Snapshot] = deque()
         self._refs: dict[int, list[int]] = {}  # id(buffer) -> [references, nbytes]
         self.nbytes = 0  # unique bytes held; shared arrays count once
+        # The snapshot the last rewind restored and the world's state token right after
+        # (callbacks included): value equality cannot always tell that nothing changed
+        # since (NaN or objects without == in resources, callbacks that write).
+        self._restored: tuple[Snapshot, tuple[object, ...]] | None = None
 
     def __len__(self) -> int:
         return len(self._snaps)
@@ -52,6 +56,8 @@ class History:
     def _drop(self, snap: Snapshot) -> list[np.ndarray]:
         """Forget ``snap``; returns the buffers no snapshot left in the history uses."""
         freed = []
+        if self._restored is not None and self._restored[0] is snap:
+            self._restored = None
         for arr in snap.arrays():
             buf = root_of(arr)
             entry = self._refs[id(buf)]
@@ -89,18 +95,33 @@ class History:
         """Step back: forget the snapshots equal to the live state, restore the newest one
         that differs and keep it as the newest (it is what the world shows now, so the
         next rewind goes one further back). Returns it, or None when nothing older is left.
+
+        Every call makes progress: right after a rewind, the restored snapshot counts as
+        the live state until the world's entities, components, tick or rng change, even
+        when resources do not compare equal to their copies (NaN, objects without ``==``)
+        or an ``on_restore`` callback changed them. A ``RestoreCallbackError`` from a
+        callback propagates after the rewind is complete.
         """
         while self._snaps:
             snap = self._snaps[-1]
-            if not is_current(world, snap):
-                world.restore(snap)
+            if not self._is_live(world, snap):
+                try:
+                    world.restore(snap)
+                finally:  # also when a callback raised: the restore itself happened
+                    self._restored = (snap, state_token(world))
                 return snap
             if len(self._snaps) == 1:
                 return None  # the oldest state is the live one: nothing to go back to
             self._drop(self._snaps.pop())
         return None
 
+    def _is_live(self, world: World, snap: Snapshot) -> bool:
+        if self._restored is not None and self._restored[0] is snap:
+            return state_token(world) == self._restored[1] or is_current(world, snap)
+        return is_current(world, snap)
+
     def clear(self) -> None:
+        self._restored = None
         self._snaps.clear()
         self._refs.clear()
         self.nbytes = 0

@@ -175,7 +175,8 @@ class Query:
     """Rows of every entity that has all ``types`` and none of ``without``.
 
     Use as a context manager. ``q[T]`` is a structured array aligned with
-    ``q.entities``; writes reach the store by the end of the block (immediately when
+    ``q.entities``, usable inside the block only (read-only after it); writes reach the
+    store by the end of the block (immediately when
     the query is served by an owning group, which hands out views, not copies). A
     copied column is written back row by row where the block changed it, so writes made
     meanwhile elsewhere survive unless the block changed the same row. Columns in
@@ -232,6 +233,11 @@ class Query:
         finally:
             self._open = False
             if self._cache:
+                for arr in self._cache.values():
+                    # Dead after the block: a kept column that could still write would
+                    # bypass change tracking (views derived inside the block are caught by
+                    # the stores' outstanding-view check at the next snapshot or restore).
+                    arr.flags.writeable = False
                 self._cache = {}
                 self._gathered = None
             world = self._world

@@ -49,20 +49,38 @@ class Record:
         self._cached_row = row
         return row
 
-    def __getitem__(self, name: str) -> Any:
-        column = self._store.columns.get(name)
-        if column is None:
-            self._check_field(name)
+    def __getitem__(self, name: str | tuple[str, Any]) -> Any:
+        """A field's value; a subarray field as a read-only copy (``rec["kinds", 2]``
+        reads one element)."""
+        index = None
+        if type(name) is str:
+            column = self._store.columns.get(name)
+            if column is None:
+                self._check_field(name)
+        else:
+            name, index = self._split(name)
+            column = self._store.columns[name]
         row = self._row()
         value = column[row]  # type: ignore[index]
         if isinstance(value, np.ndarray):
-            # A subarray field: a writable view (``rec["kinds"][2] = 7`` works), valid
-            # until rows next move; handing it out counts as a write.
-            self._store.touch_row(row)
+            # A copy: a view would go stale when rows move and could write past change
+            # tracking. Read-only, so ``rec["kinds"][2] = 7`` fails loudly instead of
+            # writing a copy: write ``rec["kinds", 2] = 7``.
+            value = value[index].copy() if index is not None else value.copy()
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
         return value
 
-    def __setitem__(self, name: str, value: Any) -> None:
+    def __setitem__(self, name: str | tuple[str, Any], value: Any) -> None:
+        """Write a field (``rec["x"] = 5``) or elements of a subarray field
+        (``rec["kinds", 2] = 7``, ``rec["kinds", 1:3] = [4, 5]``), checked and tracked."""
         store = self._store
+        if type(name) is not str:
+            name, index = self._split(name)
+            elements = store.schema.convert_elements(name, value)
+            current = store.columns[name][self._row()].copy()
+            current[index] = elements
+            value = current
         convert = store.schema.converters.get(name)
         if convert is None:
             self._check_field(name)
@@ -92,6 +110,19 @@ class Record:
         else:
             raise AttributeError(f"{self._store.schema.name} has no field {name!r}; fields "
                                  f"are {list(self._store.schema.field_names)}")
+
+    def _split(self, key: str | tuple[str, Any]) -> tuple[str, Any]:
+        if isinstance(key, tuple):
+            if len(key) != 2:
+                raise KeyError(f"record keys are a field name or (name, index), got {key!r}")
+            name, index = key
+            self._check_field(name)
+            if not self._store.schema.field_spec(name).shape:
+                raise KeyError(f"{self._store.schema.name}.{name} is not a subarray field; "
+                               f"write rec[{name!r}]")
+            return name, index
+        self._check_field(key)
+        return key, None
 
     def _check_field(self, name: str) -> None:
         if name not in self._store.schema.field_names:

@@ -24,7 +24,7 @@ import numpy as np
 from ecs_engine.entity import KEY_DTYPE, key_str
 from ecs_engine.memcopy import as_bytes, copy_into
 from ecs_engine.slotmap import SlotTable
-from ecs_engine.snapshot import Snapshot, StoreSnapshot, restore_snapshot
+from ecs_engine.snapshot import Snapshot, StoreSnapshot, restore_snapshot, run_restore_callbacks
 from ecs_engine.statehash import canonical_value
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
@@ -248,10 +248,12 @@ class Rollback:
         assert snap is not None
         # Not world.restore: the snapshot lives in recycled buffers, so it must never become
         # the world's "previous snapshot" that later snapshots share arrays with.
-        restore_snapshot(self.world, snap, "rollback")
+        event = restore_snapshot(self.world, snap, "rollback")
         for f in self._ring:
             if f.frame > frame:
                 f.frame = -1
+        run_restore_callbacks(self.world, event)  # last: a failing callback is reported
+        # after the rollback's own bookkeeping is done
 
     def rollback(self, to_frame: int,
                  inputs: Sequence[Any] | Mapping[int, Any] | None = None) -> None:

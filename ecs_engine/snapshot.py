@@ -128,6 +128,20 @@ class Snapshot:
         return join(read_file(path))[0]
 
 
+class RestoreCallbackError(Exception):
+    """One or more ``on_restore`` callbacks raised. The restore (or load) itself
+    succeeded: the world holds the restored state, and every callback ran.
+    ``errors`` lists ``(callback, exception)`` pairs; the first is also ``__cause__``."""
+
+    def __init__(self, errors: list[tuple[Any, Exception]]) -> None:
+        self.errors = errors
+        first_cb, first = errors[0]
+        name = getattr(first_cb, "__qualname__", repr(first_cb))
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"the restore succeeded, but {len(errors)} on_restore callback(s) "
+                         f"failed; first {name}: {type(first).__name__}: {first}{more}")
+
+
 @dataclass(frozen=True)
 class RestoreEvent:
     """Passed to ``on_restore`` callbacks after a restore or load."""
@@ -181,6 +195,8 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
     hw = world._slots.high_water
     for ctype, store in world._stores.items():
         name = store.schema.name
+        if store.views_outstanding():
+            store.touch()  # a kept view may have written any row since the last snapshot
         old = reuse.get(name)
         entities: np.ndarray | Pending
         sparse: np.ndarray | Pending | None
@@ -390,8 +406,9 @@ def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
     store.data_version = s.data_version
 
 
-def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> None:
-    """Make the world's state equal to ``snap``; validates everything before changing it."""
+def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> RestoreEvent:
+    """Make the world's state equal to ``snap``; validates everything before changing it.
+    Returns the event for the ``on_restore`` callbacks (which this does not call)."""
     from ecs_engine.blueprint import BLUEPRINT_MARKER
     from ecs_engine.component import schema_of
     from ecs_engine.group import Group
@@ -462,7 +479,11 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
         if not own:
             copy_into(store.data[: s.n], datas[s.name])
             store.touch()
-        elif store.data_version != s.data_version:
+        else:
+            if store.views_outstanding():
+                store.touch()  # a kept view may have written: copy every chunk back
+            if store.data_version == s.data_version:
+                continue
             _restore_chunks(store, s)
     by_name = {s.name: s for s in snap.stores}
     for names in snap.groups:
@@ -475,26 +496,79 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> No
         world.rng.bit_generator.state = snap.rng_state  # read, never kept, by numpy
     else:
         world.rng = rng
-    event = RestoreEvent(snap, source, previous_tick)
+    return RestoreEvent(snap, source, previous_tick)
+
+
+def run_restore_callbacks(world: World, event: RestoreEvent) -> None:
+    """Call every ``on_restore`` callback, even after one fails; then raise one
+    :class:`RestoreCallbackError` listing the failures (the restore itself stands)."""
+    errors: list[tuple[Any, Exception]] = []
     for callback in tuple(world._restore_callbacks):
-        callback(world, event)
+        try:
+            callback(world, event)
+        except Exception as exc:  # the others must still rebuild their derived state
+            errors.append((callback, exc))
+    if errors:
+        raise RestoreCallbackError(errors) from errors[0][1]
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Deep equality that also compares numpy arrays (``==`` on them is elementwise)."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (type(a) is type(b) and a.dtype == b.dtype
-                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+    """Deep equality for change detection: numpy arrays by value, NaN equal to NaN, and
+    objects without their own ``==`` by their attributes (a restore deep-copies them, so
+    identity would call every restored object changed)."""
+    if isinstance(a, np.ndarray | np.generic) or isinstance(b, np.ndarray | np.generic):
+        if type(a) is not type(b) or a.dtype != b.dtype or np.shape(a) != np.shape(b):
+            return False
+        if a.dtype.kind == "O":
+            return all(_same(x, y) for x, y in zip(np.ravel(a), np.ravel(b), strict=True))
+        if a.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return type(a) is type(b)  # NaN
     if isinstance(a, dict):
         return (type(a) is type(b) and a.keys() == b.keys()
                 and all(_same(v, b[k]) for k, v in a.items()))
     if isinstance(a, list | tuple):
         return (type(a) is type(b) and len(a) == len(b)
                 and all(_same(x, y) for x, y in zip(a, b, strict=True)))
+    if type(a) is not type(b):
+        return False
     try:
-        return type(a) is type(b) and bool(a == b)
+        if bool(a == b):
+            return True
     except (TypeError, ValueError):  # objects whose == is not a plain bool: assume changed
         return False
+    if type(a).__eq__ is object.__eq__:  # identity only: compare what copying preserves
+        state_a, state_b = getattr(a, "__dict__", None), getattr(b, "__dict__", None)
+        if state_a is not None and state_b is not None and a is not b:
+            return _same(state_a, state_b)
+    return False
+
+
+def _data_unchanged(store: ComponentStore, s: StoreSnapshot) -> bool:
+    """Byte comparison of a store with outstanding views against its snapshot."""
+    if store.layout_version != s.layout_version or store.n != s.n:
+        return False
+    itemsize = store.data.dtype.itemsize
+    if itemsize == 0:
+        return True
+    live = as_bytes(store.data)
+    step = CHUNK_ROWS * itemsize
+    return all(np.array_equal(live[i * step : i * step + chunk.nbytes], as_bytes(chunk))
+               for i, chunk in enumerate(s.chunks))
+
+
+def state_token(world: World) -> tuple[Any, ...]:
+    """Everything ``is_current`` compares except resources, as a value that changes when
+    any of it changes (versions; bytes of stores that have outstanding views)."""
+    stores = tuple(
+        (st.data_version, st.layout_version,
+         st.data[: st.n].tobytes() if st.views_outstanding() else None)
+        for st in world._stores.values())
+    groups = tuple(tuple(st.schema.name for st in g.stores) for g in world._groups)
+    return (world._slots.version, world.tick, stores, groups,
+            repr(world.rng.bit_generator.state))
 
 
 def is_current(world: World, snap: Snapshot) -> bool:
@@ -505,7 +579,12 @@ def is_current(world: World, snap: Snapshot) -> bool:
         return False
     for s in snap.stores:
         store = world._stores.get(world._types_by_name.get(s.name))  # type: ignore[arg-type]
-        if store is None or store.data_version != s.data_version:
+        if store is None:
+            return False
+        if store.views_outstanding():
+            if not _data_unchanged(store, s):
+                return False
+        elif store.data_version != s.data_version:
             return False
     groups = tuple(tuple(st.schema.name for st in g.stores) for g in world._groups)
     if groups != snap.groups:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,21 @@ def key_slots_view(keys: np.ndarray) -> np.ndarray:
     if keys.dtype == KEY_DTYPE and keys.flags.c_contiguous and keys.dtype.byteorder in "<=":
         return keys.view(np.uint32)[::2] if np.little_endian else key_slots(keys)
     return key_slots(keys)
+
+
+class _Probe:
+    data: np.ndarray
+
+
+def _attribute_refs() -> int:
+    """What ``sys.getrefcount(obj.data)`` reports for an array nothing else references
+    (measured, since interpreters count the call's own references differently)."""
+    probe = _Probe()
+    probe.data = np.zeros(1)
+    return sys.getrefcount(probe.data)
+
+
+_UNSHARED_REFS = _attribute_refs()
 
 
 class ComponentStore:
@@ -231,6 +247,14 @@ class ComponentStore:
         self.entities[dst] = self.entities[src]
         self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
         self.touch_layout()
+
+    def views_outstanding(self) -> bool:
+        """True while arrays that view ``data`` live outside the store: query columns kept
+        past their block, ``live()`` views. They can write without moving the version, so
+        snapshots and restores treat every row as changed while any exists (every numpy
+        view of ``data`` references it, so its reference count tells; the store's own
+        cached field columns are counted out)."""
+        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns)
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""

@@ -33,7 +33,13 @@ from ecs_engine.memcopy import BufferPool
 from ecs_engine.query import Query, QueryPlan
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
-from ecs_engine.snapshot import RestoreEvent, Snapshot, restore_snapshot, take_snapshot
+from ecs_engine.snapshot import (
+    RestoreEvent,
+    Snapshot,
+    restore_snapshot,
+    run_restore_callbacks,
+    take_snapshot,
+)
 from ecs_engine.statehash import state_hash
 from ecs_engine.storage import ComponentStore
 
@@ -756,9 +762,11 @@ class World:
 
     def restore(self, snap: Snapshot, *, source: str = "memory") -> None:
         """Bring back the state of ``snap``; every key (also inside components) is valid
-        again. ``SaveFileError`` (world unchanged) if it does not fit this world."""
-        restore_snapshot(self, snap, source)
+        again. ``SaveFileError`` (world unchanged) if it does not fit this world. Then runs
+        the ``on_restore`` callbacks (see there for what happens when one raises)."""
+        event = restore_snapshot(self, snap, source)
         self._last_snapshot = weakref.ref(snap)
+        run_restore_callbacks(self, event)
 
     def state_hash(self) -> str:
         """A canonical 128-bit xxh3 digest (hex) of the whole replay state: slot table,
@@ -768,7 +776,11 @@ class World:
 
     def on_restore(self, callback: Callable[[World, RestoreEvent], Any]) -> None:
         """Call ``callback(world, event)`` after every restore or load, so systems can
-        rebuild derived state (spatial grids, GPU buffers)."""
+        rebuild derived state (spatial grids, GPU buffers).
+
+        Callbacks run in registration order. If some raise, the others still run, and
+        then ``restore``/``load`` raises one :class:`RestoreCallbackError` (its
+        ``errors`` lists every failure): the world already holds the restored state."""
         self._restore_callbacks.append(callback)
 
     def save(self, path: str | Path) -> Snapshot:

@@ -186,3 +186,85 @@ def test_long_rewind_after_many_frames_restores_exact_states() -> None:
     for expected in reversed(states[-30:]):
         history.rewind(world)
         assert world_state(world) == expected
+
+
+class Opaque:
+    """A resource without value equality: its deep copy never == the original."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class NoEq:
+    __slots__ = ("n",)  # no __dict__ either: nothing to compare but identity
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __deepcopy__(self, memo: dict[int, object]) -> NoEq:
+        return NoEq(self.n)
+
+
+def _rewind_all(world: World, history: History) -> list[int]:
+    """Rewind until nothing is left; the ticks seen. Fails instead of looping forever."""
+    ticks = []
+    for _ in range(3 * len(history) + 3):
+        if history.rewind(world) is None:
+            return ticks
+        ticks.append(world.tick)
+    raise AssertionError(f"rewind is stuck: ticks {ticks}")
+
+
+@pytest.mark.parametrize("resource", [
+    float("nan"), np.float64("nan"), np.array([1.0, np.nan]), {"a": [float("nan")]},
+    Opaque(3), NoEq(4), [NoEq(1), float("nan")],
+], ids=["nan", "np-nan", "array-nan", "nested-nan", "no-eq", "no-eq-slots", "mixed"])
+def test_rewind_never_gets_stuck_on_resources_without_value_equality(resource: object) -> None:
+    world = make_world(5)
+    world.resources["r"] = resource
+    history = History()
+    for _ in range(4):
+        history.record(world)
+        advance(world)
+    assert _rewind_all(world, history) == [3, 2, 1, 0]
+
+
+def test_rewind_never_gets_stuck_when_on_restore_writes_resources_or_stores() -> None:
+    world = make_world(5)
+    restores = []
+
+    def rebuild(w: World, event: object) -> None:
+        restores.append(w.tick)
+        w.resources["rebuilt"] = len(restores)  # differs from every snapshot
+        w.caches["grid"] = object()
+
+    world.on_restore(rebuild)
+    history = History()
+    for _ in range(4):
+        history.record(world)
+        advance(world)
+    assert _rewind_all(world, history) == [3, 2, 1, 0]
+    assert restores == [3, 2, 1, 0]
+
+    def touch_store(w: World, event: object) -> None:
+        with w.query(Static) as q:
+            q[Static]["v"] += 0  # a writable view: the store's version moves
+
+    world.on_restore(touch_store)
+    for _ in range(3):
+        history.record(world)
+        advance(world)
+    assert _rewind_all(world, history)[:3] == [2, 1, 0]
+
+
+def test_rewind_restores_first_when_the_world_changed_after_a_rewind() -> None:
+    world = make_world(5)
+    world.resources["r"] = float("nan")
+    history = History()
+    for _ in range(3):
+        history.record(world)
+        advance(world)
+    assert history.rewind(world) is not None and world.tick == 2
+    advance(world)  # played on from the rewound state
+    assert history.rewind(world) is not None and world.tick == 2  # back to it first
+    assert history.rewind(world) is not None and world.tick == 1

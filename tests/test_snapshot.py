@@ -370,3 +370,57 @@ def test_big_stores_share_unchanged_chunks_and_restore_them_right() -> None:
     loaded.register(ChunkPos, ChunkVel)
     loaded.restore(Snapshot.from_bytes(second.to_bytes()))
     assert world_state(loaded)["stores"] == state_second["stores"]
+
+
+def test_failing_on_restore_callbacks_all_run_then_one_error_says_the_restore_succeeded(
+    tmp_path: pytest.TempPathFactory,
+) -> None:
+    from pathlib import Path
+
+    from ecs_engine import History, RestoreCallbackError
+
+    world = World(seed=1)
+    world.spawn_batch(Pos(x=np.arange(4.0)), count=4)
+    snap = world.snapshot()
+    ran: list[str] = []
+
+    def first(w: World, e: RestoreEvent) -> None:
+        ran.append("first")
+        raise ValueError("grid rebuild failed")
+
+    def second(w: World, e: RestoreEvent) -> None:
+        ran.append("second")
+
+    def third(w: World, e: RestoreEvent) -> None:
+        ran.append("third")
+        raise KeyError("sprite atlas")
+
+    for cb in (first, second, third):
+        world.on_restore(cb)
+    world.spawn(Pos())
+    world.tick = 9
+    with pytest.raises(RestoreCallbackError, match=r"the restore succeeded, but 2 on_restore "
+                       r"callback\(s\) failed; first .*first: ValueError: grid rebuild "
+                       r"failed \(and 1 more\)") as info:
+        world.restore(snap)
+    assert ran == ["first", "second", "third"]
+    assert [type(exc) for _, exc in info.value.errors] == [ValueError, KeyError]
+    assert isinstance(info.value.__cause__, ValueError)
+    assert world.tick == 0 and len(world) == 4  # restored
+    assert world.snapshot().slots is snap.slots  # and known as restored from snap
+
+    path = Path(str(tmp_path)) / "s.sav"
+    snap.save(path)
+    world.spawn(Pos())
+    ran.clear()
+    with pytest.raises(RestoreCallbackError):
+        world.load(path)
+    assert ran == ["first", "second", "third"] and len(world) == 4
+
+    history = History()
+    history.record(world)
+    world.tick = 5
+    with pytest.raises(RestoreCallbackError):
+        history.rewind(world)
+    assert world.tick == 0 and len(history) == 1
+    assert history.rewind(world) is None  # the rewind counted: nothing older is left

@@ -388,9 +388,9 @@ class WorldMachine(RuleBasedStateMachine):
         assert plain(rec) == expected_record(self.model[e][NAME[ctype]], ctype)
         if name == "items" and data.draw(st.booleans()):
             j = data.draw(st.integers(0, 3))
-            rec[name][j] = value[j]  # write one element of the container in place
+            rec[name, j] = value[j]  # write one element of the container
             value = [*self.model[e][NAME[ctype]][name]]
-            value[j] = rec[name][j].item()
+            value[j] = rec[name, j].item()
         else:
             rec[name] = value
         self.model[e][NAME[ctype]][name] = value
