@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -773,6 +774,29 @@ class World:
         every store's keys and rows in row order, groups, resources, tick and rng state.
         Independent of component registration order; see ``ecs_engine.statehash``."""
         return state_hash(self)
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """If the block raises, put the world back exactly as it was (slot table, stores,
+        groups, registered types; no ``on_restore`` callbacks: nothing was restored from
+        the player's point of view). For bulk loaders such as levels."""
+        if self._open_queries:  # changes are deferred to the block's end: nothing to undo
+            yield
+            return
+        previous = self._last_snapshot() if self._last_snapshot is not None else None
+        before = take_snapshot(self, previous)
+        known = set(self._stores)
+        try:
+            yield
+        except BaseException:
+            for ctype in [t for t in self._stores if t not in known]:
+                store = self._stores.pop(ctype)
+                del self._types_by_name[store.schema.name]
+                if store.owner is not None:
+                    self._groups = [g for g in self._groups if g is not store.owner]
+                    store.owner.disband()  # type: ignore[attr-defined]
+            restore_snapshot(self, before)
+            raise
 
     def on_restore(self, callback: Callable[[World, RestoreEvent], Any]) -> None:
         """Call ``callback(world, event)`` after every restore or load, so systems can

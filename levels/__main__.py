@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from ecs_engine import World
 from ecs_engine.components import stock_prefabs
 from ecs_engine.levels.errors import LevelError
-from ecs_engine.levels.inspect import DEFAULT_SCALE, MAX_SIDE, picture, picture_scale
+from ecs_engine.levels.inspect import DEFAULT_SCALE, MAX_SIDE, picture, picture_frame
 from ecs_engine.levels.loader import plan_level
 from ecs_engine.levels.shipped import shipped_level, shipped_levels
 
@@ -44,12 +44,16 @@ def _inspect(args: argparse.Namespace) -> int:
     # Spawn into a scratch world too, so "inspect" proves the level really loads.
     keys = plan.spawn(World())
     summary = plan.summary(time.perf_counter() - start, keys)
-    print(summary.describe())
+    _say(summary.describe())
     out = args.out or Path(f"{plan.level.folder.resolve().name}-inspect.png")
+    frame = picture_frame(plan, args.scale, args.max_side)
     img = picture(plan, args.scale, args.max_side)
     img.save(out)
-    print(f"picture      {out} ({img.width}x{img.height} px, "
-          f"{picture_scale(plan, args.scale, args.max_side)} px per world unit)")
+    _say(f"picture      {out} ({img.width}x{img.height} px, {frame.scale} px per world unit)")
+    if frame.clipped:
+        _say(f"clipped      the layers lie too far apart for {args.max_side} px: the picture "
+             f"shows world x {frame.left:g}..{frame.right:g}, y {frame.bottom:g}..{frame.top:g}"
+             f"; cut off: {', '.join(frame.clipped)}")
     return 0
 
 
@@ -132,7 +136,10 @@ def _validate(args: argparse.Namespace) -> int:
                 target = args.thumbnails / f"{index:05d}-{Path(row['path']).stem or 'level'}.png"
                 target.write_bytes(png)
                 row["thumbnail"] = str(target)
-            out.write(json.dumps(row) + "\n")
+            if out is sys.stdout:
+                _say(json.dumps(row))  # `validate ... | head` stops quietly
+            else:
+                out.write(json.dumps(row) + "\n")
     finally:
         if out is not sys.stdout:
             out.close()
@@ -143,6 +150,18 @@ def _validate(args: argparse.Namespace) -> int:
           f"{len(rows) - failed} ok, {failed} failed, {seconds:.1f} s ({rate:.0f} per minute)",
           file=sys.stderr)
     return 1 if failed else 0
+
+
+def _say(text: str) -> None:
+    """Print; once the reader has gone (``inspect ... | head``), print nothing more."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Point stdout at devnull so neither later prints nor the interpreter's final
+        # flush raise again; the command still finishes its work (the picture).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return _validate(args)
     if args.command == "list":
         for name in shipped_levels():
-            print(f"{name:<16}{shipped_level(name)}")
+            _say(f"{name:<16}{shipped_level(name)}")
         return 0
     if args.scale < 1 or args.max_side < 1:
         parser.error("--scale and --max-side must be at least 1")

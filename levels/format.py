@@ -142,12 +142,155 @@ def _load_json(lvl: Path) -> Any:
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise LevelError(lvl, "not UTF-8 text", where=f"line {line}:{col}") from exc
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                         parse_int=_bounded_int)
+        if _depth(doc) > MAX_NESTING:
+            raise RecursionError
+        return doc
     except json.JSONDecodeError as exc:
         raise LevelError(lvl, f"invalid JSON: {exc.msg}",
                          where=f"line {exc.lineno}:{exc.colno}") from exc
-    except ValueError as exc:  # from the hooks below
-        raise LevelError(lvl, f"invalid JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        # From a hook, or nesting deeper than the parser's stack: parse again with the
+        # pure-Python scanner, whose hooks know where they are, to say where.
+        where, message = _locate(text, exc)
+        raise LevelError(lvl, f"invalid JSON: {message}", where=where) from None
+
+
+MAX_INT_DIGITS = 30
+"""Longest integer literal a level may use (far beyond any coordinate or parameter)."""
+MAX_NESTING = 64
+"""Deepest nesting of arrays and objects a level may use (real levels need 4)."""
+
+
+def _depth(doc: Any) -> int:
+    """Nesting depth of arrays and objects (iterative: no recursion limit)."""
+    deepest = 0
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_NESTING:
+                items = value.values() if isinstance(value, dict) else value
+                stack.extend((v, depth + 1) for v in items)
+    return deepest
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"the number {literal[:12]}... has {len(literal.lstrip('-'))} "
+                         f"digits; at most {MAX_INT_DIGITS} are allowed")
+    return int(literal)
+
+
+class _Located(ValueError):
+    def __init__(self, pos: int, message: str) -> None:
+        super().__init__(message)
+        self.pos = pos
+
+
+def _line_col(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    return f"line {line}:{pos - (text.rfind(chr(10), 0, pos) + 1) + 1}"
+
+
+def _locate(text: str, exc: BaseException) -> tuple[str | None, str]:
+    """Where in ``text`` the first duplicate key, too long integer or too deep nesting is
+    (parsed again with the pure-Python scanner, whose hooks know the position)."""
+    depth = [0]
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+
+    def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, hook: Any,
+                     pairs_hook: Any, memo: Any = None) -> tuple[Any, int]:
+        s, end = s_and_end
+        if depth[0] >= MAX_NESTING:
+            raise _Located(end - 1, f"nested deeper than {MAX_NESTING} levels")
+        seen: list[str] = []
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            out = dict(items)
+            if len(out) != len(items):
+                seen.extend(key for key, _ in items)
+            return out
+
+        depth[0] += 1
+        try:
+            value, stop = json.decoder.JSONObject((s, end), strict, scan_once, None, pairs,
+                                                  memo)
+        finally:
+            depth[0] -= 1
+        if seen:
+            key, pos = _duplicate_key(s, end, stop)
+            raise _Located(pos, f"duplicate key {key!r} in one object (the object starts "
+                                f"at {_line_col(s, end - 1)})")
+        return value, stop
+
+    def parse_array(s_and_end: tuple[str, int], scan_once: Any) -> tuple[Any, int]:
+        s, end = s_and_end
+        if depth[0] >= MAX_NESTING:
+            raise _Located(end - 1, f"nested deeper than {MAX_NESTING} levels")
+        depth[0] += 1
+        try:
+            return json.decoder.JSONArray((s, end), scan_once)
+        finally:
+            depth[0] -= 1
+
+    def parse_int(literal: str) -> int:
+        return _bounded_int(literal)
+
+    decoder.parse_object = parse_object  # type: ignore[assignment]
+    decoder.parse_array = parse_array  # type: ignore[assignment]
+    decoder.parse_int = parse_int
+    decoder.memo = {}  # type: ignore[attr-defined]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    try:
+        decoder.decode(text)
+    except _Located as located:
+        return _line_col(text, located.pos), str(located)
+    except ValueError as again:
+        pos = _int_position(text)
+        return (_line_col(text, pos) if pos is not None else None), str(again)
+    except RecursionError:
+        return None, f"nested deeper than {MAX_NESTING} levels"
+    return None, str(exc) or type(exc).__name__
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _duplicate_key(s: str, start: int, stop: int) -> tuple[str, int]:
+    """The first key of the object ``s[start - 1 : stop]`` that repeats one before it,
+    and its position (keys of nested objects do not count)."""
+    seen: set[str] = set()
+    pos, depth = start, 0
+    while pos < stop:
+        ch = s[pos]
+        if ch == '"':
+            match = _STRING.match(s, pos)
+            end = match.end() if match else stop
+            if depth == 0 and s[end:stop].lstrip().startswith(":"):
+                key = json.loads(s[pos:end])
+                if key in seen:
+                    return key, pos
+                seen.add(key)
+            pos = end
+            continue
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        pos += 1
+    return "?", start - 1
+
+
+def _int_position(text: str) -> int | None:
+    """Where the first integer literal longer than ``MAX_INT_DIGITS`` digits is."""
+    pattern = r'"(?:[^"\\]|\\.)*"|-?\d{' + str(MAX_INT_DIGITS + 1) + ",}"
+    for match in re.finditer(pattern, text):
+        if not match.group().startswith('"'):
+            return match.start()
+    return None
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageChops, UnidentifiedImageError
 
 from ecs_engine.levels.colors import RGBA, pack, pack_image, to_hex, unpack
 from ecs_engine.levels.errors import LevelError
@@ -41,12 +41,20 @@ def resolve_layer_path(folder: Path, rel: str, lvl: Path, where: str) -> Path:
     if not os.path.lexists(path):
         raise LevelError(path, f"missing: {lvl.name} lists it at {where}, but there is no "
                                f"such file")
-    root = folder.resolve()
-    real = path.resolve()
+    try:
+        root = folder.resolve()
+        real = path.resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before 3.13)
+        raise LevelError(path, f"cannot resolve the path (a symlink loop?): {exc}; "
+                               f"{lvl.name} lists it at {where}") from None
     if not real.is_relative_to(root):
         raise LevelError(path, f"resolves to {real}, outside the level folder {root} "
                                f"(a symlink?); layer images must live inside the level")
-    if not real.is_file():
+    try:
+        is_file = real.is_file()
+    except OSError as exc:
+        raise LevelError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not is_file:
         raise LevelError(path, "is not a file (a folder or a broken link?)")
     return real
 
@@ -102,13 +110,29 @@ def png_size(path: Path, shown: Path) -> tuple[int, int]:
 
 
 def _to_rgba(img: Image.Image) -> NDArray[np.uint8]:
-    if img.mode in ("I;16", "I;16B", "I;16L", "I"):
-        # 16-bit grey: pillow's RGBA conversion clips instead of scaling; keep the high byte.
-        grey = (np.asarray(img).astype(np.uint32) >> 8).astype(np.uint8)
-        out = np.empty((*grey.shape, 4), np.uint8)
-        out[..., :3] = grey[..., None]
-        out[..., 3] = 255
-        return out
+    """RGBA through pillow's own conversions, honouring the PNG's transparency (tRNS).
+
+    Pillow decodes 16-bit greyscale as ``I;16``, whose conversion to RGBA clips instead of
+    scaling and drops the transparent grey; 16-bit RGB it decodes to 8 bits but keeps the
+    transparent colour at 16 bits, so pillow's conversion never matches it."""
+    transparency = img.info.get("transparency")
+    if img.mode.startswith("I"):
+        wide = img.convert("I")
+        grey = wide.point(lambda v: v * (1 / 256)).convert("L")  # 16 -> 8 bits: high byte
+        if isinstance(transparency, int):
+            # The exact 16-bit grey is transparent (compared before scaling, as PNG says):
+            # |v - t| clipped to 8 bits is 0 only there.
+            t = transparency
+            above = wide.point(lambda v: v - t).convert("L")
+            below = wide.point(lambda v: t - v).convert("L")
+            alpha = ImageChops.lighter(above, below).point(lambda d: 255 if d else 0)
+        else:
+            alpha = Image.new("L", img.size, 255)
+        return np.array(Image.merge("RGBA", (grey, grey, grey, alpha)), dtype=np.uint8)
+    if img.mode == "RGB" and isinstance(transparency, tuple) and max(transparency) > 255:
+        # a 16-bit RGB file: compare at the 8 bits pillow kept
+        img = img.copy()
+        img.info["transparency"] = tuple(v >> 8 for v in transparency)
     rgba = img if img.mode == "RGBA" else img.convert("RGBA")
     return np.array(rgba, dtype=np.uint8)
 

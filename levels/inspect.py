@@ -4,6 +4,7 @@ outlined, sprites as markers, visual layers dimmed behind."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,7 +12,7 @@ from PIL import Image
 
 from ecs_engine.levels.loader import GeometryPlan, LevelPlan
 
-__all__ = ["DEFAULT_SCALE", "MAX_SIDE", "picture", "picture_scale"]
+__all__ = ["DEFAULT_SCALE", "MAX_SIDE", "Frame", "picture", "picture_frame", "picture_scale"]
 
 DEFAULT_SCALE = 8
 """Output pixels per world unit for ordinary levels."""
@@ -22,44 +23,105 @@ _OUTLINE = np.array([16, 16, 16, 255], np.uint8)
 _NO_BACKGROUND = (48, 48, 56, 255)
 
 
-def _bounds(plan: LevelPlan) -> tuple[float, float, float, float]:
-    """World box ``(left, bottom, right, top)`` of the geometry layers."""
+@dataclass(frozen=True)
+class Frame:
+    """The part of the world a picture shows: world box, pixels per world unit, and the
+    layers (by file) that fall partly or wholly outside it."""
+
+    left: float
+    bottom: float
+    right: float
+    top: float
+    scale: int
+    clipped: tuple[str, ...]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (math.ceil((self.right - self.left) * self.scale),
+                math.ceil((self.top - self.bottom) * self.scale))
+
+
+def _boxes(plan: LevelPlan) -> list[tuple[str, float, float, float, float]]:
+    """World box ``(file, left, bottom, right, top)`` of every geometry layer."""
     w, h = plan.size
-    lefts = [g.spec.offset[0] for g in plan.geometry]
-    bottoms = [g.spec.offset[1] for g in plan.geometry]
-    return min(lefts), min(bottoms), max(lefts) + w, max(bottoms) + h
+    return [(g.spec.file, g.spec.offset[0], g.spec.offset[1], g.spec.offset[0] + w,
+             g.spec.offset[1] + h) for g in plan.geometry]
+
+
+def picture_frame(plan: LevelPlan, scale: int = DEFAULT_SCALE,
+                  max_side: int = MAX_SIDE) -> Frame:
+    """What ``picture`` draws: every geometry layer at ``scale`` px per world unit (less
+    if needed to fit ``max_side``); when the layers lie too far apart even at 1 px per
+    unit, the ``max_side``-pixel square from the first layer's corner, naming the layers
+    it clips."""
+    boxes = _boxes(plan)
+    left = min(b[1] for b in boxes)
+    bottom = min(b[2] for b in boxes)
+    right = max(b[3] for b in boxes)
+    top = max(b[4] for b in boxes)
+    longest = max(right - left, top - bottom, 1)
+    if longest <= max_side:
+        s = max(1, min(scale, int(max_side // longest)))
+        return Frame(left, bottom, right, top, s, ())
+    w, h = plan.size
+    s = max(1, min(scale, int(max_side // max(w, h, 1))))
+    span = max_side / s
+    left, bottom = boxes[0][1], boxes[0][2]
+    right, top = min(right, left + span), min(top, bottom + span)
+    clipped = tuple(f for f, x0, y0, x1, y1 in boxes
+                    if x0 < left or y0 < bottom or x1 > right or y1 > top)
+    return Frame(left, bottom, right, top, s, clipped)
 
 
 def picture_scale(plan: LevelPlan, scale: int = DEFAULT_SCALE, max_side: int = MAX_SIDE) -> int:
     """Pixels per world unit: ``scale``, reduced so the longest side fits ``max_side``."""
-    left, bottom, right, top = _bounds(plan)
-    longest = max(right - left, top - bottom)
-    return max(1, min(scale, int(max_side // max(longest, 1))))
+    return picture_frame(plan, scale, max_side).scale
+
+
+def _composite(canvas: Image.Image, layer: NDArray[np.uint8] | Image.Image,
+               x0: int, y0: int) -> None:
+    """Alpha-composite ``layer`` with its top left at ``(x0, y0)``, cropped to the canvas."""
+    img = layer if isinstance(layer, Image.Image) else Image.fromarray(layer)
+    box = (max(0, -x0), max(0, -y0), min(img.width, canvas.width - x0),
+           min(img.height, canvas.height - y0))
+    if box[2] <= box[0] or box[3] <= box[1]:
+        return
+    canvas.alpha_composite(img.crop(box), dest=(max(0, x0), max(0, y0)))
 
 
 def picture(plan: LevelPlan, scale: int = DEFAULT_SCALE, max_side: int = MAX_SIDE) -> Image.Image:
-    """The level as an RGBA image, ``picture_scale(...)`` pixels per world unit, y up."""
-    s = picture_scale(plan, scale, max_side)
-    left, bottom, right, top = _bounds(plan)
-    width, height = math.ceil((right - left) * s), math.ceil((top - bottom) * s)
+    """The level as an RGBA image, y up, framed by :func:`picture_frame`: never more
+    than ``max_side`` pixels a side."""
+    frame = picture_frame(plan, scale, max_side)
+    s, left, top = frame.scale, frame.left, frame.top
+    width, height = frame.size
     bg = plan.level.background or _NO_BACKGROUND
     canvas = Image.new("RGBA", (width, height), tuple(bg))
 
     def to_px(x: float, y: float) -> tuple[int, int]:
         return round((x - left) * s), round((top - y) * s)
 
+    def visible(x: float, y: float, w: float, h: float) -> bool:
+        return (x < frame.right and x + w > frame.left and y < frame.top
+                and y + h > frame.bottom)
+
     for v in sorted(plan.visuals, key=lambda v: v.z):
         r = v.rect
+        if not visible(r.left, r.bottom, r.width, r.height):
+            continue
         x0, y0 = to_px(r.left, r.bottom + r.height)
         size = (max(1, round(r.width * s)), max(1, round(r.height * s)))
         img = Image.fromarray(v.image).resize(size, Image.Resampling.NEAREST)
         # Dim the backdrop so outlines stay the loudest thing in the picture.
         arr = np.array(img)
         arr[..., :3] = arr[..., :3] // 2 + 64
-        canvas.alpha_composite(Image.fromarray(arr), dest=(x0, y0))
+        _composite(canvas, arr, x0, y0)
+    w, h = plan.size
     for g in plan.geometry:
-        x0, y0 = to_px(g.spec.offset[0], g.spec.offset[1] + plan.size[1])
-        canvas.alpha_composite(Image.fromarray(_geometry_layer(g, s)), dest=(x0, y0))
+        if not visible(g.spec.offset[0], g.spec.offset[1], w, h):
+            continue
+        x0, y0 = to_px(g.spec.offset[0], g.spec.offset[1] + h)
+        _composite(canvas, _geometry_layer(g, s), x0, y0)
     arr = np.array(canvas)
     for sp in plan.sprites:
         _markers(arr, (sp.x - left) * s, (top - sp.y) * s, sp.rgba, max(3, s * 3 // 4))

@@ -29,7 +29,13 @@ from ecs_engine import Prefab, PrefabError, PrefabRegistry, World, schema_of
 from ecs_engine.component import ComponentBase, component_values
 from ecs_engine.levels.errors import LevelError
 from ecs_engine.levels.format import KINDS, ColorRule, LayerSpec, LevelFile, read_level_file
-from ecs_engine.levels.images import DEFAULT_MAX_PIXELS, ColorTable, read_rgba, resolve_layer_path
+from ecs_engine.levels.images import (
+    DEFAULT_MAX_PIXELS,
+    ColorTable,
+    png_size,
+    read_rgba,
+    resolve_layer_path,
+)
 from ecs_engine.levels.partition import partition
 from ecs_engine.levels.summary import LevelSummary, VisualLayer, WorldRect
 
@@ -110,14 +116,14 @@ class LevelPlan:
         _check_world(world, self)
         spawned: list[NDArray[np.uint64]] = []
         try:
-            for b in self.batches:
-                if b.count:
-                    spawned.append(np.asarray(world.spawn_batch(*b.components, count=b.count)))
+            # Should the engine refuse a checked plan anyway, the world goes back exactly
+            # as it was (slot generations, registered types): a level never half-loads.
+            with world._all_or_nothing():
+                for b in self.batches:
+                    if b.count:
+                        spawned.append(np.asarray(world.spawn_batch(*b.components,
+                                                                    count=b.count)))
         except Exception as exc:
-            # Unreachable for checked plans; if the engine refuses anyway, take back what
-            # was spawned so the level never half-loads.
-            if spawned:
-                world.despawn_batch(np.concatenate(spawned))
             raise LevelError(self.level.path, f"spawning failed: {exc}") from exc
         if not spawned:
             return np.empty(0, dtype=np.uint64)
@@ -141,7 +147,8 @@ def load_level(world: World, path: str | os.PathLike[str], prefabs: PrefabRegist
 
     Geometry becomes one collider entity per partition rectangle (``method``: ``"greedy"``
     or ``"exact"``), sprites one entity per pixel. Raises :class:`LevelError` on bad input,
-    leaving ``world`` unchanged. ``max_pixels`` limits every image's width * height.
+    leaving ``world`` unchanged. ``max_pixels`` limits the pixels (width * height) of all
+    layer images together, checked from their headers before any is decoded.
     """
     start = time.perf_counter()
     plan = plan_level(path, prefabs, method, max_pixels=max_pixels)
@@ -163,11 +170,16 @@ def plan_level(path: str | os.PathLike[str], prefabs: PrefabRegistry,
     sprite_prefabs = [_rule_prefab(prefabs, level, r, _SPRITE_LABELS, "sprite")
                       for r in level.sprite_colors]
     _check_no_extra_files(level)
-    images = {spec: read_rgba(resolve_layer_path(level.folder, spec.file, level.path,
-                                                 spec.where),
-                              max_pixels, shown=level.folder / spec.file)
+    # Every header before any pixel: sizes, scales and the pixel budget of all layers
+    # together, so no combination of layers can exhaust memory while decoding.
+    paths = {spec: resolve_layer_path(level.folder, spec.file, level.path, spec.where)
+             for spec in level.layers}
+    sizes = {spec: png_size(paths[spec], level.folder / spec.file)[::-1]
+             for spec in level.layers}
+    _check_pixel_budget(level, sizes, max_pixels)
+    size, k = _check_sizes(level, sizes)
+    images = {spec: read_rgba(paths[spec], max_pixels, shown=level.folder / spec.file)
               for spec in level.layers}
-    size, k = _check_sizes(level, images)
     empty = (level.background,) if level.background is not None else ()
 
     tiles = ColorTable.build([r.rgba for r in level.tile_colors], empty)
@@ -273,16 +285,20 @@ def _author_params(prefab: Prefab, rule: ColorRule, version: int) -> dict[str, A
 
 
 def _check_world(world: World, plan: LevelPlan) -> None:
-    """Refuse before spawning if a batch's component type clashes with one of the world's."""
-    names = {schema_of(t).name: t for t in world.component_types}
+    """Refuse before spawning if a batch's component type clashes with one of the world's
+    or with another prefab's (two classes, one component name)."""
+    names = {schema_of(t).name: (t, "the world") for t in world.component_types}
     for b in plan.batches:
         for comp in b.components:
             ctype = type(comp)
-            other = names.get(schema_of(ctype).name)
-            if other is not None and other is not ctype:
-                raise LevelError(plan.level.path, f"prefab {b.prefab!r}: the world already "
+            name = schema_of(ctype).name
+            other, owner = names.setdefault(name, (ctype, f"prefab {b.prefab!r}"))
+            if other is not ctype:
+                raise LevelError(plan.level.path, f"prefab {b.prefab!r}: {owner} already "
                                                   f"has a different component type named "
-                                                  f"{schema_of(ctype).name!r}")
+                                                  f"{name!r} ({other.__module__}."
+                                                  f"{other.__qualname__}, here "
+                                                  f"{ctype.__module__}.{ctype.__qualname__})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,9 +310,11 @@ def _check_no_extra_files(level: LevelFile) -> None:
     listed = {spec.file.casefold() for spec in level.layers}
     for kind in KINDS:
         folder = level.folder / kind
-        if not folder.is_dir():
-            continue
-        for entry in sorted(folder.iterdir()):
+        try:
+            entries = sorted(folder.iterdir()) if folder.is_dir() else []
+        except OSError as exc:
+            raise LevelError(folder, f"cannot list the folder: {exc.strerror or exc}") from None
+        for entry in entries:
             rel = f"{kind}/{entry.name}"
             if entry.suffix.lower() == ".png" and rel.casefold() not in listed:
                 mine = [s.file for s in level.layers_of(kind)]
@@ -306,14 +324,26 @@ def _check_no_extra_files(level: LevelFile) -> None:
                                  f"level or remove the file")
 
 
+def _check_pixel_budget(level: LevelFile, sizes: Mapping[LayerSpec, tuple[int, int]],
+                        max_pixels: int) -> None:
+    total = sum(h * w for h, w in sizes.values())
+    if total > max_pixels:
+        biggest = sorted(sizes.items(), key=lambda item: -item[1][0] * item[1][1])[:3]
+        listed = ", ".join(f"{spec.file} {w}x{h}" for spec, (h, w) in biggest)
+        raise LevelError(level.path, f"the layers hold {total} pixels together ({listed}"
+                                     f"{', ...' if len(sizes) > 3 else ''}); the limit is "
+                                     f"{max_pixels} pixels for all layers of a level")
+
+
 def _check_sizes(level: LevelFile,
-                 images: Mapping[LayerSpec, NDArray[np.uint8]]) -> tuple[tuple[int, int], int]:
-    """Geometry size ``(W, H)`` in cells, and the one scale ``k`` of sprite/visual layers."""
+                 sizes: Mapping[LayerSpec, tuple[int, int]]) -> tuple[tuple[int, int], int]:
+    """Geometry size ``(W, H)`` in cells, and the one scale ``k`` of sprite/visual layers,
+    from each layer's ``(height, width)``."""
     geo = level.layers_of("geometry")
     first = geo[0]
-    gh, gw = images[first].shape[:2]
+    gh, gw = sizes[first]
     for spec in geo[1:]:
-        h, w = images[spec].shape[:2]
+        h, w = sizes[spec]
         if (w, h) != (gw, gh):
             raise LevelError(level.folder / spec.file,
                              f"geometry layer is {w}x{h} but {first.file} is {gw}x{gh}; "
@@ -321,7 +351,7 @@ def _check_sizes(level: LevelFile,
     k: int | None = None
     k_from = ""
     for spec in (*level.layers_of("sprites"), *level.layers_of("visuals")):
-        h, w = images[spec].shape[:2]
+        h, w = sizes[spec]
         if w % gw or h % gh or w // gw != h // gh:
             raise LevelError(level.folder / spec.file,
                              f"{spec.kind} layer is {w}x{h}, not an integer multiple k of the "

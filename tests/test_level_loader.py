@@ -36,6 +36,7 @@ from ecs_engine.levels.images import PNG_SIGNATURE
 from ecs_engine.levels.loader import resolve_prefab
 from ecs_engine.levels.make_levels import LevelSource, save_png, write_level
 from ecs_engine.levels.partition import Method
+from tests.world_state import world_state as full_state
 
 REAL_LEVELS = Path(__file__).resolve().parents[2] / "shared" / "levels-real"
 
@@ -129,14 +130,18 @@ def busy_world() -> World:
 
 def expect_error(world: World, path: Path, *needles: str, prefabs: PrefabRegistry | None = None,
                  **kwargs: Any) -> LevelError:
-    """Loading must raise LevelError containing every needle and leave ``world`` unchanged."""
+    """Loading must raise LevelError containing every needle and leave ``world`` exactly
+    as it was: slot table (generations, free list), stores, groups, registered types."""
     before = world_state(world)
+    exact = full_state(world)
+    types = world.component_types
     with pytest.raises(LevelError) as info:
         load_level(world, path, prefabs or stock_prefabs(), **kwargs)
     msg = str(info.value)
     for needle in needles:
         assert needle in msg, f"{needle!r} not in {msg!r}"
     assert_same_state(before, world_state(world))
+    assert full_state(world) == exact and world.component_types == types
     return info.value
 
 
@@ -507,6 +512,53 @@ def test_component_name_clash_refused_before_spawning(tmp_path: Path) -> None:
     expect_error(world, simple_level(tmp_path), "level.lvl", "'Position'")
 
 
+def test_two_prefabs_whose_components_share_a_name_change_nothing(tmp_path: Path,
+                                                                  busy_world: World) -> None:
+    """Both classes are new to the world: refused before any spawn (it used to spawn the
+    first prefab, fail on the second and leave bumped generations and a new store)."""
+    @component(name="Marker")
+    class MarkerA:
+        v: np.int32 = 0
+
+    @component(name="Marker")
+    class MarkerB:
+        v: np.int32 = 0
+
+    reg = stock_prefabs()
+    reg.register("mark_a", Position(), MarkerA())
+    reg.register("mark_b", Position(), MarkerB())
+    doc = v1(sprites=[{"file": "sprites/layer1.png"}])
+    doc["sprite_colors"] = {PLAYER: "mark_a", ENEMY: "mark_b"}
+    path = write(tmp_path, doc, {
+        "geometry/layer1.png": img(6, 4, {(c, 3): GROUND for c in range(6)}),
+        "sprites/layer1.png": img(6, 4, {(0, 2): PLAYER, (3, 2): ENEMY})})
+    expect_error(busy_world, path, "level.lvl", "'mark_b'", "prefab 'mark_a' already has",
+                 "'Marker'", prefabs=reg)
+
+
+def test_a_spawn_failing_midway_leaves_the_world_exactly_as_it_was(
+    tmp_path: Path, busy_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the engine refuses while spawning (here: the third batch), the spawned
+    batches, their slot generations and newly registered stores are all undone."""
+    real = World.spawn_batch
+    calls = []
+
+    def flaky(self: World, *comps: Any, count: int | None = None) -> np.ndarray:
+        calls.append(count)
+        if len(calls) == 3:
+            raise MemoryError("out of memory (simulated)")
+        return real(self, *comps, count=count)
+
+    monkeypatch.setattr(World, "spawn_batch", flaky)
+    fresh = World()
+    for n, world in enumerate((busy_world, fresh)):
+        calls.clear()
+        expect_error(world, simple_level(tmp_path / str(n)), "spawning failed", "simulated")
+        assert len(calls) == 3
+    assert fresh.component_types == () and len(fresh) == 0
+
+
 def _png_header_only(width: int, height: int) -> bytes:
     """A PNG whose header claims ``width x height`` but carries almost no pixel data."""
 
@@ -532,7 +584,7 @@ def test_pixel_limit_checked_from_header(tmp_path: Path, busy_world: World) -> N
 
 def test_pillow_decompression_bomb_is_caught(tmp_path: Path, busy_world: World) -> None:
     path = simple_level(tmp_path)
-    (path / "sprites" / "layer1.png").write_bytes(_png_header_only(30_000, 30_000))
+    (path / "sprites" / "layer1.png").write_bytes(_png_header_only(30_000, 20_000))  # k = 5000
     # With our own limit lifted, pillow's bomb guard fires at open and must be wrapped.
     expect_error(busy_world, path, "sprites/layer1.png", "too large", max_pixels=10**12)
 
@@ -648,3 +700,133 @@ def test_real_ldtk_geometry(tmp_path: Path, method: Method) -> None:
         np.testing.assert_array_equal(kinds, grid, err_msg=png.name)
         checked += 1
     assert checked >= 40
+
+
+# --------------------------------------------------------------------------------------------
+# hostile files: LevelError naming the file and the place, never another exception
+
+
+def _with_lvl_text(path: Path, text: str) -> Path:
+    (path / "level.lvl").write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("make", "needles"), [
+    (lambda t: t.replace('"offset": [0, 0]', '"offset": [1' + "0" * 300 + ", 0]"),
+     ("line ", "301 digits")),
+    (lambda t: t.replace('"offset": [0, 0]', '"offset": [' + "9" * 5000 + ", 0]"),
+     ("line ", "5000 digits")),
+    (lambda t: t.replace('"name": "test"', '"name": "test", "meta": {"d": '
+                         + "[" * 100_000 + "]" * 100_000 + "}"),
+     ("line 1:", "nested deeper than 64")),
+    (lambda t: t.replace('"name": "test"', '"name": "test", "meta": {"d": '
+                         + "[" * 70 + "]" * 70 + "}"),
+     ("nested deeper than 64",)),
+    (lambda t: t.replace('"name": "test"', '"name": "test",\n"name": "again"'),
+     ("line 2:1", "duplicate key 'name'")),
+    (lambda t: t.replace('"offset": [0, 0]', '"offset": [0, 0], "z": 1, "z": 2'),
+     ("duplicate key 'z'", "the object starts at line ")),
+])
+def test_hostile_json_is_a_level_error_with_a_location(tmp_path: Path, busy_world: World,
+                                                       make: Any, needles: tuple[str, ...],
+                                                       ) -> None:
+    path = simple_level(tmp_path)
+    doc = json.loads((path / "level.lvl").read_text())
+    doc["layers"]["sprites"][0]["offset"] = [0, 0]
+    text = make(json.dumps(doc))
+    _with_lvl_text(path, text)
+    expect_error(busy_world, path, "level.lvl", "invalid JSON", *needles)
+
+
+def test_huge_numbers_elsewhere_are_level_errors(tmp_path: Path, busy_world: World) -> None:
+    path = simple_level(tmp_path)
+    doc = json.loads((path / "level.lvl").read_text())
+    doc["sprite_colors"][ENEMY] = {"prefab": "enemy", "params": {"speed": 10**25}}
+    (path / "level.lvl").write_text(json.dumps(doc))
+    expect_error(busy_world, path, "level.lvl", f'sprite_colors["{ENEMY}"]')
+    doc = json.loads(json.dumps(v1()))
+    doc.update(version=0)
+    del doc["format"]
+    doc.update(layer_names=["layer1"], obj_colors=[{"r": 10**25, "g": 0, "b": 0}],
+               obj_prefabs=[{"$type": "GroundSerializer"}])
+    (path / "level.lvl").write_text(json.dumps(doc))
+    expect_error(busy_world, path, "level.lvl", "obj_colors[0].r")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="symlinks")
+def test_a_layer_that_is_a_symlink_loop_is_a_level_error(tmp_path: Path,
+                                                         busy_world: World) -> None:
+    path = simple_level(tmp_path)
+    target = path / "sprites" / "layer1.png"
+    target.unlink()
+    loop = path / "sprites" / "loop.png"
+    target.symlink_to(loop)
+    loop.symlink_to(target)
+    doc = json.loads((path / "level.lvl").read_text())
+    doc["layers"]["sprites"] = [{"file": "sprites/layer1.png"}, {"file": "sprites/loop.png"}]
+    (path / "level.lvl").write_text(json.dumps(doc))
+    expect_error(busy_world, path, "sprites/layer1.png", "symlink loop", "layers.sprites[0]")
+
+
+def test_total_pixels_of_all_layers_are_capped_before_any_decoding(
+    tmp_path: Path, busy_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five layers each under the per-image cap but over it together: refused from the
+    headers alone (the review's five decompression-bomb layers in a 1.2 MB folder)."""
+    from ecs_engine.levels import images
+
+    decoded: list[Path] = []
+    real = images.read_rgba
+    monkeypatch.setattr("ecs_engine.levels.loader.read_rgba",
+                        lambda p, *a, **k: decoded.append(p) or real(p, *a, **k))
+    geo = img(6, 4, {(c, 3): GROUND for c in range(6)})
+    images_ = {"geometry/layer1.png": geo}
+    sprites = []
+    for i in range(4):
+        images_[f"sprites/s{i}.png"] = img(60, 40)
+        sprites.append({"file": f"sprites/s{i}.png"})
+    path = write(tmp_path, v1(sprites=sprites), images_)
+    for i in range(4):  # now 6000x4000 each (k = 1000): 24 Mpx each, 96 Mpx together
+        (path / "sprites" / f"s{i}.png").write_bytes(_png_header_only(6000, 4000))
+    expect_error(busy_world, path, "level.lvl", "96000024 pixels together",
+                 "the limit is 67108864 pixels for all layers")
+    assert decoded == []
+    expect_error(busy_world, path, "level.lvl", "pixels together", max_pixels=10**6)
+
+
+def _png16(arr: np.ndarray, color_type: int, trns: bytes | None = None) -> bytes:
+    """A 16-bit PNG (pillow cannot write these): ``arr`` is (h, w) or (h, w, channels)."""
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data)))
+
+    h, w = arr.shape[:2]
+    rows = arr.reshape(h, -1).astype(">u2")
+    raw = b"".join(b"\0" + rows[y].tobytes() for y in range(h))
+    ihdr = struct.pack(">IIBBBBB", w, h, 16, color_type, 0, 0, 0)
+    return (PNG_SIGNATURE + chunk(b"IHDR", ihdr)
+            + (chunk(b"tRNS", trns) if trns is not None else b"")
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_16_bit_pngs_keep_their_transparency(tmp_path: Path) -> None:
+    """The same picture as 8-bit and as 16-bit greyscale (or RGB) with a transparent
+    colour loads the same: the transparent pixels are empty."""
+    grey = "#808080"
+    doc = v1(tiles={grey: "ground"}, sprite_colors={})
+    geo8 = img(3, 2, {(0, 1): grey, (1, 1): grey})  # other pixels transparent
+    path = write(tmp_path, doc, {"geometry/layer1.png": geo8})
+    want = load_level(World(), path, stock_prefabs()).rect_counts
+    # 16-bit grey: 0x8080 is the tile, 0x1234 (exactly) the transparent grey
+    values = np.full((2, 3), 0x1234, np.uint16)
+    values[1, :2] = 0x8080
+    layer = path / "geometry" / "layer1.png"
+    layer.write_bytes(_png16(values, 0, struct.pack(">H", 0x1234)))
+    assert load_level(World(), path, stock_prefabs()).rect_counts == want
+    rgb = np.repeat(values[..., None], 3, axis=2)
+    layer.write_bytes(_png16(rgb, 2, struct.pack(">HHH", 0x1234, 0x1234, 0x1234)))
+    assert load_level(World(), path, stock_prefabs()).rect_counts == want
+    values[0, 0] = 0x1235  # not the transparent grey: its colour #121212 is unmapped
+    layer.write_bytes(_png16(values, 0, struct.pack(">H", 0x1234)))
+    with pytest.raises(LevelError, match=r"pixel \(x=0, y=0\).*#121212"):
+        load_level(World(), path, stock_prefabs())

@@ -81,3 +81,44 @@ def test_module_entry_point(tmp_path: Path) -> None:
                           str(tmp_path / "nope")],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "error:" in bad.stderr and "nope" in bad.stderr
+
+
+def _far_apart_level(tmp_path: Path) -> Path:
+    """A valid level whose two geometry layers lie 1e7 world units apart."""
+    from ecs_engine.levels.make_levels import LevelSource, write_level
+
+    ground = "#8b5a2b"
+    geo = np.zeros((4, 6, 4), np.uint8)
+    geo[3, :] = (0x8B, 0x5A, 0x2B, 255)
+    doc = {"format": "ecs-level", "version": 1, "name": "far", "background": "#000000",
+           "layers": {"geometry": [{"file": "geometry/a.png"},
+                                   {"file": "geometry/b.png", "offset": [10_000_000, 0]}]},
+           "tile_colors": {ground: "ground"}}
+    return write_level(LevelSource("far", doc, {"geometry/a.png": geo,
+                                                "geometry/b.png": geo}), tmp_path)
+
+
+def test_inspect_bounds_the_picture_of_far_apart_layers_and_says_what_it_clipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "far.png"
+    assert main(["inspect", str(_far_apart_level(tmp_path)), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "clipped" in text and "geometry/b.png" in text and "geometry/a.png" not in \
+        text.split("cut off:")[1]
+    width, height = Image.open(out).size
+    assert width <= 4096 and height <= 4096
+    arr = np.asarray(Image.open(out).convert("RGBA"))
+    assert (arr[..., :3].max(axis=-1) < 30).sum() > 50  # layer a is drawn, outlined
+
+
+def test_inspect_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    out = tmp_path / "demo.png"
+    proc = subprocess.Popen([sys.executable, "-m", "ecs_engine.levels", "inspect", "demo",
+                             "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # like `| head -0`: the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert err == "" and out.exists()
