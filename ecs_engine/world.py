@@ -794,7 +794,7 @@ class World:
                 del self._types_by_name[store.schema.name]
                 if store.owner is not None:
                     self._groups = [g for g in self._groups if g is not store.owner]
-                    store.owner.disband()  # type: ignore[attr-defined]
+                    store.owner.disband()
             restore_snapshot(self, before)
             raise
 

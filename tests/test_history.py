@@ -96,7 +96,7 @@ def test_rewind_notices_a_group_created_since_the_snapshot() -> None:
 def test_capacity_evicts_the_oldest() -> None:
     world = make_world()
     history = History(capacity=3)
-    ticks = []
+    ticks: list[int] = []
     for _ in range(6):
         history.record(world)
         ticks.append(world.tick)
@@ -207,7 +207,7 @@ class NoEq:
 
 def _rewind_all(world: World, history: History) -> list[int]:
     """Rewind until nothing is left; the ticks seen. Fails instead of looping forever."""
-    ticks = []
+    ticks: list[int] = []
     for _ in range(3 * len(history) + 3):
         if history.rewind(world) is None:
             return ticks

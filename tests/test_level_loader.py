@@ -777,8 +777,12 @@ def test_total_pixels_of_all_layers_are_capped_before_any_decoding(
 
     decoded: list[Path] = []
     real = images.read_rgba
-    monkeypatch.setattr("ecs_engine.levels.loader.read_rgba",
-                        lambda p, *a, **k: decoded.append(p) or real(p, *a, **k))
+
+    def spy(p: Path, *a: Any, **k: Any) -> np.ndarray:
+        decoded.append(p)
+        return real(p, *a, **k)
+
+    monkeypatch.setattr("ecs_engine.levels.loader.read_rgba", spy)
     geo = img(6, 4, {(c, 3): GROUND for c in range(6)})
     images_ = {"geometry/layer1.png": geo}
     sprites = []
