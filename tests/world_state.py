@@ -20,6 +20,8 @@ def canon(value: Any) -> Any:
         return ("dict", tuple((k, canon(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return (type(value).__name__, tuple(canon(v) for v in value))
+    if isinstance(value, float) and value != value:
+        return ("float", "nan")  # NaN != NaN: compare it by kind
     return (type(value).__name__, value)
 
 
