@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -123,6 +124,22 @@ class World:
                                            key=lambda item: item[1].schema.name))
         return store
 
+    def _check_new_types(self, comps: Sequence[Any], op: str) -> None:
+        """Name clashes among the call's new component types (with the world's or with
+        each other) fail before any store is created: a refused call registers nothing."""
+        names: dict[str, type] = {}
+        for comp in comps:
+            ctype = type(comp)
+            if ctype in self._stores:
+                continue
+            name = schema_of(ctype).name
+            other = self._types_by_name.get(name) or names.setdefault(name, ctype)
+            if other is not ctype:
+                raise TypeError(f"{op}: two component types are named {name!r} "
+                                f"({other.__module__}.{other.__qualname__} and "
+                                f"{ctype.__module__}.{ctype.__qualname__}); pin distinct "
+                                f"names with @component(name=...)")
+
     def register(self, *ctypes: type) -> None:
         """Make component types known by name (needed before loading a save that uses
         types this world has not touched yet)."""
@@ -224,6 +241,7 @@ class World:
             if key is not None:
                 return Entity(key)
         comps, count = self._parse(components, "spawn")
+        self._check_new_types(comps, "spawn")
         if count not in (None, 1):
             raise ValueError(f"spawn: got a batch of {count}; use spawn_batch for batches")
         linked = False
@@ -270,6 +288,12 @@ class World:
     def spawn_batch(self, *components: Any, count: int | None = None) -> np.ndarray:
         """Create many entities at once; scalar values broadcast. Returns uint64 keys."""
         comps, n = self._parse(components, "spawn_batch")
+        self._check_new_types(comps, "spawn_batch")
+        if count is not None:
+            try:
+                count = operator.index(count)  # 2.5 entities is not a count
+            except TypeError:
+                raise TypeError(f"spawn_batch: count must be an int, got {count!r}") from None
         if n is None:
             if count is None:
                 raise ValueError("spawn_batch: give count= or at least one batched field")

@@ -147,6 +147,10 @@ def _load_json(lvl: Path) -> Any:
                          parse_int=_bounded_int)
         if _depth(doc) > MAX_NESTING:
             raise RecursionError
+        bad = _unencodable(doc)
+        if bad is not None:
+            raise LevelError(lvl, f"invalid JSON: the string {bad!r} holds a lone surrogate "
+                                  f"escape (\\ud800-\\udfff), which is not text")
         return doc
     except json.JSONDecodeError as exc:
         raise LevelError(lvl, f"invalid JSON: {exc.msg}",
@@ -179,6 +183,25 @@ def _depth(doc: Any) -> int:
                 items = value.values() if isinstance(value, dict) else value
                 stack.extend((v, depth + 1) for v in items)
     return deepest
+
+
+def _unencodable(doc: Any) -> str | None:
+    """The first string (key or value) that is not valid Unicode text, if any."""
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        items: Any = ()
+        if isinstance(value, dict):
+            items = [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            items = value
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return value
+        stack.extend(items)
+    return None
 
 
 def _bounded_int(literal: str) -> int:

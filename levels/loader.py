@@ -39,9 +39,14 @@ from ecs_engine.levels.images import (
 from ecs_engine.levels.partition import partition
 from ecs_engine.levels.summary import LevelSummary, VisualLayer, WorldRect
 
-__all__ = ["Batch", "GeometryPlan", "LevelPlan", "SpritePlan", "load_level", "plan_level"]
+__all__ = ["DEFAULT_MAX_ENTITIES", "Batch", "GeometryPlan", "LevelPlan", "SpritePlan", "load_level",
+           "plan_level"]
 
 Method = Literal["greedy", "exact"]
+
+DEFAULT_MAX_ENTITIES = 1 << 22
+"""Most entities one level may make (the shipped stress level makes 43k): a small PNG full
+of sprite pixels must not become tens of millions of entities."""
 
 _TILE_LABELS = ("x", "y", "w", "h")
 _SPRITE_LABELS = ("x", "y")
@@ -142,16 +147,19 @@ class LevelPlan:
 
 def load_level(world: World, path: str | os.PathLike[str], prefabs: PrefabRegistry,
                method: Method = "greedy", *,
-               max_pixels: int = DEFAULT_MAX_PIXELS) -> LevelSummary:
+               max_pixels: int = DEFAULT_MAX_PIXELS,
+               max_entities: int = DEFAULT_MAX_ENTITIES) -> LevelSummary:
     """Load a level folder (or its ``.lvl``) into ``world``: all or nothing.
 
     Geometry becomes one collider entity per partition rectangle (``method``: ``"greedy"``
     or ``"exact"``), sprites one entity per pixel. Raises :class:`LevelError` on bad input,
     leaving ``world`` unchanged. ``max_pixels`` limits the pixels (width * height) of all
-    layer images together, checked from their headers before any is decoded.
+    layer images together, checked from their headers before any is decoded; ``max_entities``
+    the entities the level makes (rectangles plus sprite pixels), checked before any
+    per-entity array is built.
     """
     start = time.perf_counter()
-    plan = plan_level(path, prefabs, method, max_pixels=max_pixels)
+    plan = plan_level(path, prefabs, method, max_pixels=max_pixels, max_entities=max_entities)
     keys = plan.spawn(world)
     prefabs.remember(world)  # saves store prefab-owned fields relative to these prefabs
     return plan.summary(time.perf_counter() - start, keys)
@@ -159,7 +167,8 @@ def load_level(world: World, path: str | os.PathLike[str], prefabs: PrefabRegist
 
 def plan_level(path: str | os.PathLike[str], prefabs: PrefabRegistry,
                method: Method = "greedy", *,
-               max_pixels: int = DEFAULT_MAX_PIXELS) -> LevelPlan:
+               max_pixels: int = DEFAULT_MAX_PIXELS,
+               max_entities: int = DEFAULT_MAX_ENTITIES) -> LevelPlan:
     """Read and check a level completely without spawning anything (see module doc)."""
     start = time.perf_counter()
     if method not in ("greedy", "exact"):
@@ -183,16 +192,20 @@ def plan_level(path: str | os.PathLike[str], prefabs: PrefabRegistry,
     empty = (level.background,) if level.background is not None else ()
 
     tiles = ColorTable.build([r.rgba for r in level.tile_colors], empty)
+    entities = 0  # counted before any per-entity array is built
     geometry: list[GeometryPlan] = []
     for spec in level.layers_of("geometry"):
         grid = tiles.lookup(images[spec], level.folder / spec.file, "a tile")
         rects = partition(grid, method=method, background=0)
+        entities = _count_entities(level, spec, entities, len(rects), max_entities)
         geometry.append(GeometryPlan(spec, grid, rects, level.tile_colors))
 
     sprite_table = ColorTable.build([r.rgba for r in level.sprite_colors], empty)
     sprites: list[tuple[SpritePlan, NDArray[np.int32]]] = []
     for spec in level.layers_of("sprites"):
         grid = sprite_table.lookup(images[spec], level.folder / spec.file, "a prefab")
+        entities = _count_entities(level, spec, entities, int(np.count_nonzero(grid)),
+                                   max_entities)
         sprites.append(_sprite_points(spec, images[spec], grid, k))
 
     visuals = tuple(
@@ -322,6 +335,16 @@ def _check_no_extra_files(level: LevelFile) -> None:
                                  f"layer image not listed in {level.path.name} "
                                  f"({kind} layers listed: {mine or 'none'}); add it to the "
                                  f"level or remove the file")
+
+
+def _count_entities(level: LevelFile, spec: LayerSpec, before: int, more: int,
+                    limit: int) -> int:
+    total = before + more
+    if total > limit:
+        raise LevelError(level.folder / spec.file, f"the level makes {total} entities up to "
+                                                   f"this layer ({more} here); the limit is "
+                                                   f"{limit} (max_entities=)")
+    return total
 
 
 def _check_pixel_budget(level: LevelFile, sizes: Mapping[LayerSpec, tuple[int, int]],

@@ -834,3 +834,20 @@ def test_16_bit_pngs_keep_their_transparency(tmp_path: Path) -> None:
     layer.write_bytes(_png16(values, 0, struct.pack(">H", 0x1234)))
     with pytest.raises(LevelError, match=r"pixel \(x=0, y=0\).*#121212"):
         load_level(World(), path, stock_prefabs())
+
+
+def test_entity_count_is_capped_before_building_per_entity_arrays(tmp_path: Path,
+                                                                 busy_world: World) -> None:
+    path = simple_level(tmp_path)
+    many = img(6, 4, {(c, r): COIN for c in range(6) for r in range(3)})  # 18 coins
+    save_png(path / "sprites" / "layer1.png", many)
+    expect_error(busy_world, path, "sprites/layer1.png", "entities", "the limit is 10",
+                 max_entities=10)
+    assert load_level(World(), path, stock_prefabs()).entity_counts["coin"] == 18
+
+
+def test_lone_surrogate_escapes_are_level_errors(tmp_path: Path, busy_world: World) -> None:
+    path = simple_level(tmp_path)
+    text = (path / "level.lvl").read_text().replace('"name": "test"', '"name": "\\ud800x"')
+    (path / "level.lvl").write_text(text)
+    expect_error(busy_world, path, "level.lvl", "lone surrogate")

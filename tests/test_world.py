@@ -659,3 +659,39 @@ def test_keys_must_be_integers_not_floats() -> None:
         world.get(cast(Any, float(e)), Position)
     with pytest.raises(TypeError):
         world.count(int)
+
+
+def test_a_spawn_refused_for_a_name_clash_registers_no_store() -> None:
+    """Checked before any store is made: a refused spawn leaves component_types alone."""
+    @component(name="Clash")
+    class ClashA:
+        v: np.int32 = 0
+
+    @component(name="Clash")
+    class ClashB:
+        v: np.int32 = 0
+
+    @component
+    class Fresh:
+        v: np.int32 = 0
+
+    world = World()
+    world.spawn(Position())
+    before = world.component_types
+    for op in (lambda: world.spawn(Fresh(), ClashA(), ClashB()),
+               lambda: world.spawn_batch(Fresh(), ClashA(), ClashB(), count=3)):
+        with pytest.raises(TypeError, match="two component types are named 'Clash'"):
+            op()
+        assert world.component_types == before and len(world) == 1
+    world.spawn(ClashA())
+    with pytest.raises(TypeError, match="named 'Clash'"):
+        world.spawn(Fresh(), ClashB())
+    assert Fresh not in world.component_types
+
+
+@pytest.mark.parametrize("count", [2.5, 2.0, "3", None])
+def test_spawn_batch_count_must_be_an_int(count: object) -> None:
+    world = World()
+    with pytest.raises((TypeError, ValueError), match="count"):
+        world.spawn_batch(Position(), count=count)  # type: ignore[arg-type]
+    assert len(world) == 0
