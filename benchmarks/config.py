@@ -21,6 +21,7 @@ class SuiteConfig:
     churn_n: int = 100_000  # spawn/despawn churn per tick at this size
     churn_fraction: float = 0.01
     history: tuple[int, int, int] = (100_000, 10_000, 600)  # colliders, movers, snapshots
+    hierarchy: tuple[int, int] = (100_000, 10_000)  # world size, blueprint/subtree size
     level_sides: tuple[int, ...] = (64, 256, 512, 1024, 2048, 4096)
     map_shape: tuple[int, int] = (210, 520)  # the "real-world-size" map for exact (rows, cols)
     thesis_budget_s: float = 60.0  # the thesis port runs up to sizes that take less than this
@@ -41,7 +42,8 @@ class SuiteConfig:
     def quick_run(cls, **changes: Any) -> SuiteConfig:
         """Small sizes: the whole suite in under a minute."""
         base = cls(sizes=(1_000, 10_000), timing=QUICK, budget_s=10.0, churn_n=10_000,
-                   history=(10_000, 1_000, 60), level_sides=(64, 128, 256), map_shape=(210, 520),
+                   history=(10_000, 1_000, 60), hierarchy=(10_000, 1_000),
+                   level_sides=(64, 128, 256), map_shape=(210, 520),
                    thesis_budget_s=5.0, exact_budget_s=5.0, scaleout_levels=20,
                    scaleout_ticks=30, quick=True)
         return replace(base, **changes)

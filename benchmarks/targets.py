@@ -402,9 +402,23 @@ def t_demo_tick(ix: Index) -> list[Outcome]:
                     f"absolute time on a shared machine: reported, not checked ({verdict})")]
 
 
+def t_hierarchy(ix: Index) -> list[Outcome]:
+    return [
+        _ratio(ix, "13h-a", "instantiate a 10k blueprint (3 Entity fields) into 100k / "
+               "spawn_batch of the same rows", "<= 3x", 3.0, False,
+               ("hierarchy", "instantiate", "engine", 100 * K, "3 refs"),
+               ("hierarchy", "instantiate", "spawn_batch", 100 * K, "3 refs"),
+               note="every reference remapped to the new copies, checked"),
+        _ratio(ix, "13h-b", "despawn of a 10k subtree / despawn_batch of the same keys",
+               "<= 3x", 3.0, False, ("hierarchy", "despawn_subtree", "engine", 100 * K, ""),
+               ("hierarchy", "despawn_subtree", "despawn_batch", 100 * K, ""),
+               note="root, 99 children, 9,900 grandchildren in a world of 100k"),
+    ]
+
+
 TARGETS: tuple[Callable[[Index], list[Outcome]], ...] = (t1, t2, t3, t4, t5, t6, t7, t8, t9,
                                                          t_scaleout, t10, t_small, t_percall,
-                                                         t_unserved, t_demo_tick)
+                                                         t_unserved, t_demo_tick, t_hierarchy)
 
 
 def evaluate(records: Iterable[Record]) -> list[Outcome]:

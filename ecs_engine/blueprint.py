@@ -2,7 +2,7 @@
 
 ``world.extract(keys)`` copies entities (every component, their subtrees by default) into a
 :class:`Blueprint`; ``world.instantiate(bp)`` spawns them in bulk under new keys and remaps
-every ``Entity`` field column-at-once through one sorted old->new lookup. A key that
+every ``Entity`` field column-at-once through one vectorised old->new look-up. A key that
 points outside the blueprint becomes NULL and is listed in ``Instance.dangling``.
 
 On disk a blueprint is a save file (same format, checksum, validation and
@@ -35,9 +35,9 @@ from ecs_engine.hierarchy import (
     ChildOf,
     depth_of,
     jump_depths,
-    lookup,
     with_descendants,
 )
+from ecs_engine.keymap import KeyMap
 from ecs_engine.memcopy import copy_into
 from ecs_engine.migrate import migrate_rows
 from ecs_engine.savefile import SaveFileError
@@ -74,7 +74,8 @@ class Blueprint:
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snap = snapshot
-        self.keys, self._parts = _validate(snapshot)
+        self.keys, self._where, self._parts = _validate(snapshot)
+        self._plans: dict[tuple[type, ...], _Plan] = {}  # by the types a world resolved
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -119,8 +120,9 @@ class Blueprint:
             raise SaveFileError(text if text.startswith(prefix) else prefix + text) from None
 
 
-def _validate(snap: Snapshot) -> tuple[np.ndarray, tuple[StoreSnapshot, ...]]:
-    """Check a blueprint's stores; return its keys and its component stores."""
+def _validate(snap: Snapshot) -> tuple[np.ndarray, KeyMap, tuple[StoreSnapshot, ...]]:
+    """Check a blueprint's stores; return its keys (and their look-up) and its
+    component stores."""
     marker = [s for s in snap.stores if s.name == BLUEPRINT_MARKER]
     if not marker:
         raise SaveFileError(f"not a blueprint (no {BLUEPRINT_MARKER!r} entry): a world save "
@@ -132,17 +134,16 @@ def _validate(snap: Snapshot) -> tuple[np.ndarray, tuple[StoreSnapshot, ...]]:
     keys = _frozen(np.array(marker[0].entities, KEY_DTYPE))
     if (keys == NULL).any():
         raise SaveFileError("blueprint: NULL is listed as one of its entities")
-    order = np.argsort(keys)
-    sorted_keys = keys[order]
-    if len(keys) > 1 and (sorted_keys[1:] == sorted_keys[:-1]).any():
-        dup = int(sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]][0])
-        raise SaveFileError(f"blueprint: {key_str(dup)} is listed twice")
+    where = KeyMap(keys)
+    dups = where.duplicates()
+    if len(dups):
+        raise SaveFileError(f"blueprint: {key_str(int(dups[0]))} is listed twice")
     parts = tuple(s for s in snap.stores if s.name != BLUEPRINT_MARKER)
     for s in parts:
         if len(s.data) != s.n:
             raise SaveFileError(f"blueprint component {s.name!r}: {len(s.data)} rows of data "
                                 f"for {s.n} entities")
-        pos = lookup(sorted_keys, order, s.entities)
+        pos = where.positions(s.entities)
         if (pos < 0).any():
             bad = int(s.entities[np.flatnonzero(pos < 0)[0]])
             raise SaveFileError(f"blueprint component {s.name!r}: {key_str(bad)} is not one of "
@@ -151,7 +152,7 @@ def _validate(snap: Snapshot) -> tuple[np.ndarray, tuple[StoreSnapshot, ...]]:
             raise SaveFileError(f"blueprint component {s.name!r}: an entity appears twice")
         if s.name == "ChildOf":
             rows = migrate_rows(s.name, s.data, schema_of(ChildOf))
-            inside = lookup(sorted_keys, order, rows["parent"])
+            inside = where.positions(rows["parent"])
             child_pos = np.full(len(keys), -1, np.int64)
             child_pos[pos] = inside
             _, on_cycle = jump_depths(child_pos, np.zeros(len(keys), np.int64))
@@ -159,7 +160,7 @@ def _validate(snap: Snapshot) -> tuple[np.ndarray, tuple[StoreSnapshot, ...]]:
                 bad = int(keys[np.flatnonzero(on_cycle)[0]])
                 raise SaveFileError(f"blueprint: the ChildOf links form a cycle (through "
                                     f"{key_str(bad)})")
-    return keys, parts
+    return keys, where, parts
 
 
 class DanglingRef(NamedTuple):
@@ -175,8 +176,7 @@ class Instance:
     """The result of ``world.instantiate``: ``keys`` are the new keys in blueprint order."""
 
     keys: np.ndarray
-    _old_sorted: np.ndarray = field(repr=False)
-    _old_order: np.ndarray = field(repr=False)
+    _old: KeyMap = field(repr=False)
     _dangling: tuple[tuple[str, str, np.ndarray], ...] = field(repr=False, default=())
 
     @overload
@@ -188,7 +188,7 @@ class Instance:
         """The new key of each old key (NULL for keys that were not in the blueprint)."""
         scalar = np.ndim(old_keys) == 0
         arr = as_keys(old_keys)
-        pos = lookup(self._old_sorted, self._old_order, arr)
+        pos = self._old.positions(arr)
         out = np.where(pos >= 0, self.keys[np.maximum(pos, 0)], NULL).astype(KEY_DTYPE)
         return Entity(int(out[0])) if scalar else out
 
@@ -208,8 +208,7 @@ def extract(world: World, keys: Any, descendants: bool = True) -> Blueprint:
         raise RuntimeError("cannot extract while a query is open")
     arr = world._check_alive_batch(keys, "extract")
     arr = with_descendants(world, arr) if descendants else arr.copy()
-    order = np.argsort(arr)
-    sorted_keys = arr[order]
+    where = KeyMap(arr)
     slots = key_slots(arr)
     stores = [StoreSnapshot(BLUEPRINT_MARKER, (np.zeros(len(arr), np.dtype([])),),
                             _frozen(arr))]
@@ -223,7 +222,7 @@ def extract(world: World, keys: Any, descendants: bool = True) -> Blueprint:
         data = store.data[rows[has]]
         ents = arr[has]
         if ctype is ChildOf:
-            inside = lookup(sorted_keys, order, data["parent"]) >= 0
+            inside = where.positions(data["parent"]) >= 0
             data, ents = data[inside], ents[inside]
             if len(ents) == 0:
                 continue
@@ -232,64 +231,80 @@ def extract(world: World, keys: Any, descendants: bool = True) -> Blueprint:
     return Blueprint(Snapshot(stores=tuple(stores), **_empty_snapshot_parts()))
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Part:
-    """One component of a blueprint, resolved against a world."""
+    """One component of a blueprint, resolved against a world's types."""
 
     ctype: type
-    rows: np.ndarray  # in the world's schema (maybe the blueprint's own read-only array)
+    rows: np.ndarray  # contiguous, in the world's schema
     pos: np.ndarray  # blueprint position of each row's entity
-    remap: list[tuple[str, np.ndarray]]  # Entity field -> blueprint position per value (-1)
+    identity: bool  # ``pos`` is 0, 1, 2, ...: rows are in blueprint order
+    # Entity field -> blueprint position of each value; len(blueprint) (an extra NULL
+    # entry after the new keys) where it points outside, so the remap is one gather.
+    remap: tuple[tuple[str, np.ndarray], ...]
 
 
-def _resolve(world: World, bp: Blueprint) -> list[_Part]:
+@dataclass(frozen=True)
+class _Plan:
+    """Everything an instantiate needs that depends only on the blueprint and the
+    component types: computed (and checked) once, reused by every instantiate."""
+
+    parts: tuple[_Part, ...]
+    dangling: tuple[tuple[str, str, np.ndarray], ...]
+
+
+def _resolve(world: World, bp: Blueprint) -> _Plan:
     """Types, migrated rows and remap positions: everything that can fail, before any
     change to the world."""
-    keys = bp.keys
-    order = np.argsort(keys)
-    sorted_keys = keys[order]
-    parts = []
+    ctypes = []
     for s in bp._parts:
         ctype = world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
         if ctype is None:
             raise SaveFileError(f"unknown component {s.name!r}: register its type first "
                                 f"(world.register({s.name}))")
         world._store(ctype)  # a name clash fails here, before any change
+        ctypes.append(ctype)
+    key = tuple(ctypes)
+    plan = bp._plans.get(key)
+    if plan is None:
+        plan = _plan(bp, key)
+        bp._plans[key] = plan
+    return plan
+
+
+def _plan(bp: Blueprint, ctypes: tuple[type, ...]) -> _Plan:
+    where, n = bp._where, len(bp.keys)
+    parts, dangling = [], []
+    for s, ctype in zip(bp._parts, ctypes, strict=True):
         schema = schema_of(ctype)
-        rows = migrate_rows(s.name, s.data, schema)
+        rows = np.ascontiguousarray(migrate_rows(s.name, s.data, schema))
         remap = []
         for spec in schema.fields:
             if spec.is_entity:
-                remap.append((spec.name, lookup(sorted_keys, order, rows[spec.name].reshape(-1))))
-        parts.append(_Part(ctype, rows, lookup(sorted_keys, order, s.entities), remap))
-    return parts
+                old = rows[spec.name].reshape(-1)
+                pos = where.positions(old)
+                outside = pos < 0
+                bad = outside & (old != NULL)
+                if bad.any():
+                    dangling.append((schema.name, spec.name, _frozen(old[bad].copy())))
+                pos[outside] = n
+                remap.append((spec.name, _frozen(pos)))
+        pos = where.positions(s.entities)
+        identity = len(pos) == n and bool((pos == np.arange(n)).all())
+        parts.append(_Part(ctype, rows, _frozen(pos), identity, tuple(remap)))
+    return _Plan(tuple(parts), tuple(dangling))
 
 
-def _dangling(bp: Blueprint, parts: list[_Part]) -> tuple[tuple[str, str, np.ndarray], ...]:
-    out = []
-    for part in parts:
-        for fname, pos in part.remap:
-            old = part.rows[fname].reshape(-1)
-            bad = (pos < 0) & (old != NULL)
-            if bad.any():
-                out.append((schema_of(part.ctype).name, fname, old[bad].copy()))
-    del bp
-    return tuple(out)
-
-
-def _write_part(world: World, part: _Part, new_keys: np.ndarray,
+def _write_part(world: World, part: _Part, new_keys: np.ndarray, ext_keys: np.ndarray,
                 first_slot: int | None) -> None:
     store = world._store(part.ctype)
-    keys = new_keys[part.pos]
-    consecutive = first_slot is not None and len(part.pos) == len(new_keys) and bool(
-        (part.pos == np.arange(len(new_keys))).all())
-    rows = store.append(keys, first_slot if consecutive else None)
+    keys = new_keys if part.identity else new_keys[part.pos]
+    rows = store.append(keys, first_slot if part.identity else None)
     dst = store.data[rows]
-    copy_into(dst, np.ascontiguousarray(part.rows))
+    copy_into(dst, part.rows)
     for fname, pos in part.remap:
         col = dst[fname]
-        flat = np.where(pos >= 0, new_keys[np.maximum(pos, 0)], NULL).astype(KEY_DTYPE)
-        col[...] = flat.reshape(col.shape)
+        col[...] = ext_keys[pos].reshape(col.shape)
     if store.owner is not None:
         store.owner.enter(keys)
 
@@ -303,7 +318,7 @@ def _write_hierarchy(world: World, bp: Blueprint, child: _Part | None,
     old_order = np.zeros(n, np.uint64)
     if child is not None:
         inside = child.remap[0][1]  # "parent" is ChildOf's only Entity field
-        keep = inside >= 0
+        keep = inside < n
         parent_pos[child.pos[keep]] = inside[keep]
         old_order[child.pos[keep]] = child.rows["order"][keep]
     linked = parent_pos >= 0
@@ -341,21 +356,20 @@ def instantiate(world: World, bp: Blueprint, parent: KeyLike = NULL) -> Instance
     parent_key = as_key(parent, "instantiate (parent)")
     if parent_key != NULL:
         world._check_alive(parent_key, "instantiate (parent)")
-    parts = _resolve(world, bp)
-    child = next((p for p in parts if p.ctype is ChildOf), None)
-    others = [p for p in parts if p.ctype is not ChildOf]
-    dangling = _dangling(bp, parts)
+    plan = _resolve(world, bp)
+    child = next((p for p in plan.parts if p.ctype is ChildOf), None)
     new_keys, first = world._allocate(len(bp.keys))
 
     def apply() -> None:
-        for part in others:
-            _write_part(world, part, new_keys, first)
+        ext_keys = np.append(new_keys, np.uint64(NULL))
+        for part in plan.parts:
+            if part is not child:
+                _write_part(world, part, new_keys, ext_keys, first)
         _write_hierarchy(world, bp, child, new_keys, parent_key)
 
     world._run_or_defer(apply)
-    order = np.argsort(bp.keys)
     new_keys.flags.writeable = False
-    return Instance(new_keys, _frozen(bp.keys[order]), _frozen(order), dangling)
+    return Instance(new_keys, bp._where, plan.dangling)
 
 
 __all__ = ["BLUEPRINT_MARKER", "Blueprint", "DanglingRef", "Instance", "extract", "instantiate"]

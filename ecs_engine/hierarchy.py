@@ -17,6 +17,7 @@ import numpy as np
 
 from ecs_engine.component import component, field
 from ecs_engine.entity import KEY_DTYPE, NULL, Entity, key_slots, key_str
+from ecs_engine.keymap import KeyMap
 from ecs_engine.prefab import PrefabOf
 from ecs_engine.storage import ComponentStore
 
@@ -46,17 +47,6 @@ def gather_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndar
         return values[:0].copy()
     starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
     return values[starts + np.arange(total)]
-
-
-def lookup(sorted_keys: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Position of each of ``wanted`` in the array that ``order`` sorts to
-    ``sorted_keys``; -1 where absent. One vectorised binary search."""
-    if len(sorted_keys) == 0:
-        return np.full(len(wanted), -1, np.int64)
-    at = np.searchsorted(sorted_keys, wanted)
-    at_safe = np.minimum(at, len(sorted_keys) - 1)
-    found = sorted_keys[at_safe] == wanted
-    return np.where(found, order[at_safe], -1)
 
 
 def jump_depths(parent_pos: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -218,16 +208,16 @@ def apply_parents(world: World, children: np.ndarray, parents: np.ndarray) -> No
     below = idx.descendants(children) if idx is not None else np.zeros(0, KEY_DTYPE)
     affected = unique_in_order(np.concatenate([children, below])) if len(below) else children
     new_parent = parent_of(world, affected)
-    order = np.argsort(affected)
-    sorted_affected = affected[order]
-    new_parent[lookup(sorted_affected, order, children)] = parents
-    parent_pos = lookup(sorted_affected, order, new_parent)
+    where = KeyMap(affected)
+    moved = where.positions(children)
+    new_parent[moved] = parents
+    parent_pos = where.positions(new_parent)
     outside = (parent_pos < 0) & (new_parent != NULL)
     base = np.zeros(len(affected), np.int64)
     base[outside] = depth_of(world, new_parent[outside]) + 1
     depths, on_cycle = jump_depths(parent_pos, base)
     if on_cycle.any():
-        moved_on_cycle = on_cycle[lookup(sorted_affected, order, children)]
+        moved_on_cycle = on_cycle[moved]
         i = int(np.flatnonzero(moved_on_cycle)[0])
         raise ValueError(f"set_parent: making {key_str(int(children[i]))} a child of "
                          f"{key_str(int(parents[i]))} would create a cycle (the parent is "
@@ -269,8 +259,7 @@ def check_loaded(entities: np.ndarray, rows: np.ndarray, alive: np.ndarray) -> s
         i = int(np.flatnonzero(~ok)[0])
         return (f"{key_str(int(entities[i]))} has parent {key_str(int(parents[i]))}, which is "
                 f"not alive")
-    order = np.argsort(entities)
-    parent_pos = lookup(entities[order], order, parents)
+    parent_pos = KeyMap(entities).positions(parents)
     # A parent without a ChildOf row is a root, so its children have depth 1.
     depths, on_cycle = jump_depths(parent_pos, np.ones(len(parents), np.int64))
     if on_cycle.any():

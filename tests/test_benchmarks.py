@@ -58,6 +58,10 @@ def test_every_scenario_produces_records(quick_run: tuple) -> None:
                    ("snapshot", "save_bytes", "tcod-ecs pickle"),
                    ("snapshot", "snapshot", "dicts comprehension"),
                    ("churn", "churn_tick", "engine"), ("history", "memory", "engine"),
+                   ("hierarchy", "instantiate", "engine"),
+                   ("hierarchy", "instantiate", "spawn_batch"),
+                   ("hierarchy", "despawn_subtree", "engine"),
+                   ("hierarchy", "despawn_subtree", "despawn_batch"),
                    ("partition", "level", "thesis"), ("partition", "map", "exact")]:
         assert needed in ops, needed
 
@@ -154,6 +158,10 @@ def synthetic(**scale: float) -> list[dict[str, Any]]:
                   nbytes=int(100e6 * scale.get("history", 1.0)), colliders=100_000,
                   movers=10_000, snapshots=600, ideal_bytes=int(100e6))
     recs.append(hist)
+    recs += [r("hierarchy", "instantiate", "engine", K, 2.0, "3 refs"),
+             r("hierarchy", "instantiate", "spawn_batch", K, 1.0, "3 refs"),
+             r("hierarchy", "despawn_subtree", "engine", K, 2.0),
+             r("hierarchy", "despawn_subtree", "despawn_batch", K, 1.0)]
     cells = 4096 * 4096
     recs += [r("partition", "level", "greedy", cells, 1.0),
              r("partition", "level", "thesis", cells, 60.0),
@@ -220,6 +228,7 @@ def test_check_passes_when_every_ratio_is_met() -> None:
     ("load_file:engine", "9b"), ("load_file:engine", "9c"), ("tick:engine", "2"),
     ("tick:engine", "10a"), ("tick:engine", "10b"), ("rollback:engine", "10c"),
     ("rollback:engine", "10d"),
+    ("instantiate:engine", "13h-a"), ("despawn_subtree:engine", "13h-b"),
 ])
 def test_check_fails_on_one_bad_ratio(key: str, target: str) -> None:
     outcomes = evaluate(synthetic(**{key: 10.0}))

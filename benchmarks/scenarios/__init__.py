@@ -19,8 +19,8 @@ from benchmarks.runner import Record, Timing, record
 JobFn = Callable[[int, dict[str, Any], Timing], list[Record]]
 Plan = Generator["Job | list[Record]", "list[Record] | None", None]
 
-ORDER = ("tick", "spawn", "snapshot", "restore", "savefile", "churn", "history", "partition",
-         "frame", "scaleout", "sim", "small", "percall", "unserved", "demotick")
+ORDER = ("tick", "spawn", "snapshot", "restore", "savefile", "churn", "history", "hierarchy",
+         "partition", "frame", "scaleout", "sim", "small", "percall", "unserved", "demotick")
 """Scenario names in run order (``--only`` takes these)."""
 
 
