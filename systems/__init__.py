@@ -29,12 +29,14 @@ from ecs_engine.systems.grid import StaticGrid, box_edges, invalidate_static_gri
 from ecs_engine.systems.physics import gravity, integrate
 from ecs_engine.systems.schedule import PLATFORMER_SYSTEMS, add_platformer_systems
 from ecs_engine.systems.tilegrid import TileGrid
+from ecs_engine.systems.transform import follow_parents
 
 __all__ = [
     "PLATFORMER_SYSTEMS", "LevelColliders", "StaticGrid", "TileGrid", "add_platformer_systems",
     "animate", "bounce", "box_edges", "camera_follow", "clear_events", "collide", "emit",
-    "events", "gravity", "input_state", "integrate", "invalidate_level_colliders",
-    "invalidate_static_grid", "level_colliders", "lifetimes", "move_boxes", "overlap_matrix",
-    "patrol", "pickups", "player_control", "projectile_hits", "reach_goal", "solid_at",
-    "spawn_effects", "spawn_projectiles", "spawners", "static_grid", "touch_damage",
+    "events", "follow_parents", "gravity", "input_state", "integrate",
+    "invalidate_level_colliders", "invalidate_static_grid", "level_colliders", "lifetimes",
+    "move_boxes", "overlap_matrix", "patrol", "pickups", "player_control", "projectile_hits",
+    "reach_goal", "solid_at", "spawn_effects", "spawn_projectiles", "spawners", "static_grid",
+    "touch_damage",
 ]

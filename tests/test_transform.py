@@ -1,0 +1,59 @@
+"""follow_parents: children placed at their parent's Position plus LocalOffset, parents first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ecs_engine import NULL, ChildOf, World
+from ecs_engine.components import LocalOffset, Position, Velocity
+from ecs_engine.systems import follow_parents, integrate
+
+
+def test_a_chain_of_attachments_follows_its_root_in_one_tick() -> None:
+    w = World()
+    platform = w.spawn(Position(x=10, y=5), Velocity(x=2, y=0))
+    sign = w.spawn(Position(), LocalOffset(x=0, y=1), ChildOf(parent=platform))
+    lamp = w.spawn(Position(), LocalOffset(x=0.5, y=0.25), ChildOf(parent=sign))
+    # Re-attach the sign so its ChildOf row comes after the lamp's: row order is then
+    # not depth order, and only a parents-first pass places the lamp right.
+    w.set_parent(sign, NULL)
+    w.set_parent(sign, platform)
+    rows = w.store(ChildOf).entities[: w.store(ChildOf).n].tolist()
+    assert rows.index(lamp) < rows.index(sign)
+    w.add_system(integrate)
+    w.add_system(follow_parents)
+    w.step(0.5)
+    assert (float(w.get(platform, Position)["x"]), float(w.get(platform, Position)["y"])) == (11, 5)
+    assert (float(w.get(sign, Position)["x"]), float(w.get(sign, Position)["y"])) == (11, 6)
+    assert (float(w.get(lamp, Position)["x"]), float(w.get(lamp, Position)["y"])) == (11.5, 6.25)
+
+
+def test_matches_a_per_entity_walk_on_a_random_forest() -> None:
+    rng = np.random.default_rng(3)
+    w = World()
+    roots = w.spawn_batch(Position(x=rng.random(20, dtype=np.float32) * 100,
+                                   y=rng.random(20, dtype=np.float32) * 100))
+    keys = list(roots)
+    for _ in range(6):  # levels, each attached to random earlier entities
+        parents = rng.choice(np.array(keys, np.uint64), 30)
+        offs = rng.random((2, 30), dtype=np.float32)
+        kids = w.spawn_batch(Position(), LocalOffset(x=offs[0], y=offs[1]),
+                             ChildOf(parent=parents))
+        keys += list(kids)
+    loose = w.spawn(Position(x=7, y=7))  # a parent-less entity with no offset stays
+    follow_parents(w, 0.0)
+    for k in keys:
+        if not w.has(k, LocalOffset):
+            continue
+        p = w.parent(k)
+        want_x = float(w.get(p, Position)["x"]) + float(w.get(k, LocalOffset)["x"])
+        assert float(w.get(k, Position)["x"]) == pytest.approx(want_x, rel=1e-6)
+    assert float(w.get(loose, Position)["x"]) == 7
+
+
+def test_no_children_is_a_no_op() -> None:
+    w = World()
+    e = w.spawn(Position(x=1))
+    follow_parents(w, 0.0)
+    assert float(w.get(e, Position)["x"]) == 1
