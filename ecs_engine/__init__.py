@@ -7,7 +7,7 @@ from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, depth_levels
 from ecs_engine.history import History
 from ecs_engine.migrate import SchemaChangeWarning
-from ecs_engine.prefab import Param, Prefab, PrefabError, PrefabRegistry
+from ecs_engine.prefab import ChildPrefab, Param, Prefab, PrefabError, PrefabRegistry
 from ecs_engine.query import Query
 from ecs_engine.record import Record
 from ecs_engine.rollback import DesyncError, Rollback, SyncTest
@@ -22,6 +22,7 @@ __all__ = [
     "NULL",
     "Blueprint",
     "ChildOf",
+    "ChildPrefab",
     "ComponentSchema",
     "ComponentStore",
     "DanglingRef",

@@ -1,9 +1,15 @@
-"""Prefabs: named templates of components whose fields level authors set by label."""
+"""Prefabs: named templates of components whose fields level authors set by label.
+
+A prefab may declare child prefabs (Dman's save scopes: a chest with 8 slots): instantiating
+it builds the whole subtree, linked with ``ChildOf``, one ``spawn_batch`` per child kind
+for every instance at once. The subtree is ordinary entities, so saves and blueprints keep
+it, and a collection can grow or shrink without any change to the save format.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,12 +58,43 @@ class Param:
 
 
 @dataclass(frozen=True)
+class ChildPrefab:
+    """``count`` children made from the prefab ``prefab`` (name or alias), with ``params``
+    applied to each."""
+
+    prefab: str
+    count: int = 1
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+ChildLike = str | tuple[str, int] | tuple[str, int, Mapping[str, Any]] | ChildPrefab
+
+
+def _child_spec(owner: str, child: ChildLike) -> ChildPrefab:
+    if isinstance(child, ChildPrefab):
+        spec = child
+    elif isinstance(child, str):
+        spec = ChildPrefab(child)
+    elif isinstance(child, tuple) and len(child) in (2, 3) and isinstance(child[0], str):
+        spec = ChildPrefab(child[0], child[1], dict(child[2]) if len(child) == 3 else {})
+    else:
+        raise PrefabError(f"prefab {owner!r}: a child is a prefab name, (name, count), "
+                          f"(name, count, params) or a ChildPrefab, not {child!r}")
+    if isinstance(spec.count, bool) or not isinstance(spec.count, int) or spec.count < 0:
+        raise PrefabError(f"prefab {owner!r}: child {spec.prefab!r} count must be an int "
+                          f">= 0, got {spec.count!r}")
+    return spec
+
+
+@dataclass(frozen=True)
 class Prefab:
-    """A named set of components with default values."""
+    """A named set of components with default values, and the child prefabs every
+    instance gets (in this order, attached with ``ChildOf``)."""
 
     name: str
     components: tuple[ComponentBase, ...]
     aliases: tuple[str, ...] = ()
+    children: tuple[ChildPrefab, ...] = ()
 
     def params(self) -> dict[str, Param]:
         """Editable parameters by label; ``Component.field`` always works too."""
@@ -120,9 +157,11 @@ class PrefabRegistry:
         self._lookup: dict[str, str] = {}
         self._by_id: dict[int, str] = {}
 
-    def register(self, name: str, *components: object,
-                 aliases: Iterable[str] = ()) -> Prefab:
-        """Add a prefab; its components give the defaults."""
+    def register(self, name: str, *components: object, aliases: Iterable[str] = (),
+                 children: Iterable[ChildLike] = ()) -> Prefab:
+        """Add a prefab; its components give the defaults. ``children``: child prefabs
+        every instance gets, e.g. ``[("slot", 8)]`` or ``["lid", ("slot", 8, {"size":
+        2})]``; names may refer to prefabs registered later."""
         seen: set[type] = set()
         comps = tuple(as_component(c) for c in components)
         for comp in comps:
@@ -135,7 +174,11 @@ class PrefabRegistry:
             if ctype is PrefabOf:
                 raise PrefabError(f"prefab {name!r}: PrefabOf is added by the registry")
             seen.add(ctype)
-        prefab = Prefab(name, comps, tuple(aliases))
+            if schema_of(ctype).name == "ChildOf":
+                raise PrefabError(f"prefab {name!r}: ChildOf is set by instantiating (give "
+                                  f"child prefabs with children=)")
+        specs = tuple(_child_spec(name, c) for c in children)
+        prefab = Prefab(name, comps, tuple(aliases), specs)
         pid = prefab_id(name)
         if pid in self._by_id and self._by_id[pid] != name:  # 2**-64: say so, never mix up
             raise PrefabError(f"prefab names {name!r} and {self._by_id[pid]!r} share an id")
@@ -174,23 +217,29 @@ class PrefabRegistry:
         return sorted(self._prefabs)
 
     def instantiate(self, world: World, name: str, **params: Any) -> Entity:
-        """Spawn one entity from a prefab; ``params`` by label (``x=3, speed=2``)."""
+        """Spawn one entity from a prefab (with its child prefabs' subtree); ``params``
+        by label (``x=3, speed=2``) apply to the root."""
         prefab = self[name]
         comps = prefab.build(params)
         for comp in comps:
             if comp._batch not in (None, 1):
                 raise PrefabError(f"prefab {name!r}: instantiate takes single values; use "
                                   f"instantiate_batch for arrays")
+        steps = self._child_steps(prefab)  # checked before anything is spawned
         key = world.spawn(*comps)
+        self._spawn_children(world, steps, np.array([key], np.uint64))
         self._remember(world)
         return key
 
     def instantiate_batch(self, world: World, name: str, count: int | None = None,
                           **params: Any) -> np.ndarray:
-        """Spawn many entities from a prefab; array params give one value per entity."""
+        """Spawn many entities from a prefab (each with its child prefabs' subtree);
+        array params give one value per entity."""
         prefab = self[name]
         comps = prefab.build(params)
+        steps = self._child_steps(prefab)
         keys = world.spawn_batch(*comps, count=count)
+        self._spawn_children(world, steps, keys)
         self._remember(world)
         return keys
 
@@ -203,3 +252,39 @@ class PrefabRegistry:
         # A world saves prefab-owned fields against the registry that made its entities.
         if getattr(world, "prefabs", None) is None:
             world.prefabs = self
+
+    def _child_steps(self, prefab: Prefab) -> list[tuple[int, int, list[ComponentBase]]]:
+        """The subtree below ``prefab`` as spawn steps (index of the parent step, -1 for
+        the instances themselves; children per parent; their components), depth first.
+        ``PrefabError`` for an unknown child prefab, bad params or a prefab that
+        contains itself."""
+        steps: list[tuple[int, int, list[ComponentBase]]] = []
+
+        def walk(parent: Prefab, at: int, path: tuple[str, ...]) -> None:
+            for spec in parent.children:
+                child = self[spec.prefab]
+                if child.name in path:
+                    chain = " -> ".join((*path, child.name))
+                    raise PrefabError(f"prefab {path[0]!r}: child prefabs contain themselves "
+                                      f"({chain})")
+                comps = child.build(spec.params)
+                if any(c._batch is not None for c in comps):
+                    raise PrefabError(f"prefab {parent.name!r}: params of child "
+                                      f"{spec.prefab!r} must be single values")
+                steps.append((at, spec.count, comps))
+                walk(child, len(steps) - 1, (*path, child.name))
+
+        walk(prefab, -1, (prefab.name,))
+        return steps
+
+    @staticmethod
+    def _spawn_children(world: World, steps: list[tuple[int, int, list[ComponentBase]]],
+                        roots: np.ndarray) -> None:
+        """One ``spawn_batch`` per step for every instance at once."""
+        from ecs_engine.hierarchy import ChildOf  # hierarchy imports this module (PrefabOf)
+
+        made: list[np.ndarray] = []
+        for at, count, comps in steps:
+            parents = np.repeat(roots if at < 0 else made[at], count)
+            made.append(world.spawn_batch(*comps, ChildOf(parent=parents), count=len(parents))
+                        if len(parents) else np.zeros(0, np.uint64))
