@@ -55,6 +55,9 @@ def stock_prefabs() -> PrefabRegistry:
                  count=20), Score(), Color(rgba=PLAYER_RGBA), Sprite(sheet=sheet_index("player")),
                  Layer(z=3),
                  aliases=("player_start", "start"))
+    # The thesis' level files name C# serializer classes (Figure 4.2.5: ImpulsePlayerSerializer;
+    # the .lvl reader drops the "Serializer" suffix).
+    reg.alias("player", "ImpulsePlayer")
     reg.register("enemy", Position(), Velocity(), Collider(w=0.9, h=0.9), Gravity(),
                  Grounded(), Enemy(), Patrol(), Health(hp=2, max_hp=2),
                  Color(rgba=ENEMY_RGBA), Sprite(sheet=sheet_index("enemy")), Layer(z=2),

@@ -8,8 +8,9 @@ it, and a collection can grow or shrink without any change to the save format.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -198,13 +199,50 @@ class PrefabRegistry:
         name = self._by_id.get(int(pid))
         return self._prefabs[name] if name is not None else None
 
+    def alias(self, name: str, *aliases: str) -> Prefab:
+        """Give the prefab ``name`` (or one of its aliases) more names, e.g. the names a level
+        editor or an older game uses; returns the updated prefab."""
+        prefab = self[name]
+        for key in aliases:
+            if not isinstance(key, str) or not key.strip():
+                raise PrefabError(f"prefab {prefab.name!r}: an alias must be a non-empty "
+                                  f"string, got {key!r}")
+            owner = self._lookup.get(key.casefold())
+            if owner is not None and owner != prefab.name:
+                raise PrefabError(f"prefab name or alias {key!r} is already registered "
+                                  f"(by {owner!r})")
+        new = tuple(dict.fromkeys(a for a in aliases
+                                  if a.casefold() not in self._lookup))
+        updated = replace(prefab, aliases=prefab.aliases + new)
+        self._prefabs[prefab.name] = updated
+        for key in new:
+            self._lookup[key.casefold()] = prefab.name
+        return updated
+
+    def unknown(self, name: str) -> str:
+        """The message for a name that is no prefab: every prefab with its aliases, and the
+        closest known name when one is near."""
+        known = {key.casefold(): key for p in self._prefabs.values()
+                 for key in (p.name, *p.aliases)}
+        close = difflib.get_close_matches(name.casefold(), list(known), n=1, cutoff=0.6)
+        hint = ""
+        if close:
+            key = known[close[0]]
+            owner = self._lookup[close[0]]
+            hint = (f" (did you mean {key!r}?)" if key == owner
+                    else f" (did you mean {key!r}, an alias of {owner!r}?)")
+        listing = ", ".join(
+            p.name + (f" (aliases: {', '.join(p.aliases)})" if p.aliases else "")
+            for p in sorted(self._prefabs.values(), key=lambda p: p.name))
+        return f"unknown prefab {name!r}{hint}; known prefabs are {listing}"
+
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.casefold() in self._lookup
 
     def __getitem__(self, name: str) -> Prefab:
         found = self._lookup.get(name.casefold())
         if found is None:
-            raise PrefabError(f"unknown prefab {name!r}; known prefabs are {self.names}")
+            raise PrefabError(self.unknown(name))
         return self._prefabs[found]
 
     def resolve(self, name: str) -> Prefab | None:

@@ -253,8 +253,8 @@ def _rule_prefab(prefabs: PrefabRegistry, level: LevelFile, rule: ColorRule,
     """Resolve a rule's prefab and check its parameters once, before any image is read."""
     prefab = resolve_prefab(prefabs, rule.prefab)
     if prefab is None:
-        raise LevelError(level.path, f"unknown prefab {rule.prefab!r} for colour {rule.hex}; "
-                                     f"known prefabs are {prefabs.names}", where=rule.where)
+        raise LevelError(level.path, f"colour {rule.hex}: {prefabs.unknown(rule.prefab)}",
+                         where=rule.where)
     table = prefab.params()
     missing = [label for label in needs if label not in table]
     if missing:
