@@ -58,7 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
                "quits.",
     )
     p.add_argument("level", nargs="?", default="demo",
-                   help="a shipped level name or a level folder (default: demo)")
+                   help="a shipped level name, a level folder, an LDtk project (.ldtk) or a "
+                        "Tiled map (.tmx, .tmj, .json) (default: demo)")
+    p.add_argument("--editor-level", default=None, metavar="ID",
+                   help="LDtk: the level to play, by identifier or index (default: the first)")
+    p.add_argument("--lenient", action="store_true",
+                   help="skip editor names no prefab knows instead of refusing the level")
+    p.add_argument("--prefabs", default=None, metavar="MODULE:FUNCTION",
+                   help="a function returning the game's PrefabRegistry, or (registry, names) "
+                        "(default: the stock prefabs and editor names)")
     p.add_argument("--size", type=_size, default=(1280, 720), metavar="WxH",
                    help="window size in pixels (default 1280x720)")
     p.add_argument("--zoom", type=float, default=None, metavar="PPU",
@@ -119,6 +127,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ecs_engine.demo.game import Game
     from ecs_engine.demo.headless import ScriptError, load_script
     from ecs_engine.levels import LevelError
+    from ecs_engine.levels.prefab_source import load_prefabs
+
+    try:
+        prefabs, names = load_prefabs(args.prefabs)
+    except ValueError as exc:
+        parser.error(str(exc))
+    editor_level: str | int | None = args.editor_level
+    if isinstance(editor_level, str) and editor_level.lstrip("-").isdigit():
+        editor_level = int(editor_level)
     from ecs_engine.systems.render_gl import NO_DISPLAY_MESSAGE, make_window
 
     script = []
@@ -144,7 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         game = Game(args.level, seed=args.seed, stress=args.stress, save_dir=args.save_dir,
-                    history_seconds=args.history, method=args.method, synctest=args.synctest)
+                    history_seconds=args.history, method=args.method, synctest=args.synctest,
+                    prefabs=prefabs, names=names, editor_level=editor_level,
+                    strict=not args.lenient)
     except (KeyError, LevelError) as exc:
         why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"demo: cannot load level {args.level!r}: {why}", file=sys.stderr)

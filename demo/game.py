@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
-from ecs_engine import History, SaveFileError, Snapshot, SyncTest, World
+from ecs_engine import History, PrefabRegistry, SaveFileError, Snapshot, SyncTest, World
 from ecs_engine.components import (
     Ammo,
     Bouncer,
@@ -55,6 +55,7 @@ from ecs_engine.components import (
 )
 from ecs_engine.entity import key_slots
 from ecs_engine.levels import LevelSummary, load_level, shipped_level
+from ecs_engine.levels.editor_names import stock_editor_names
 from ecs_engine.systems import add_platformer_systems, camera_follow, events, static_grid
 from ecs_engine.systems.gameplay import PICKUP_COIN, WON_AT
 
@@ -239,7 +240,9 @@ class Timing:
 class Game:
     """A level in a world, the fixed-step loop and the player's actions.
 
-    ``level``: a shipped level name or a folder. ``seed`` seeds ``world.rng``. ``stress``
+    ``level``: a shipped level name, a folder, an LDtk project (``editor_level`` picks its
+    level) or a Tiled map; ``prefabs``/``names``/``strict`` as for ``load_level`` (default:
+    the stock prefabs and editor names). ``seed`` seeds ``world.rng``. ``stress``
     adds that many bouncing bodies. ``synctest`` checks every tick is deterministic (see
     :class:`~ecs_engine.SyncTest`; ticks cost about three times as much).
     ``history_seconds`` of ticks are kept for rewind (fewer if they would exceed
@@ -258,17 +261,24 @@ class Game:
         method: Literal["greedy", "exact"] = "greedy",
         clock: Callable[[], float] = time.perf_counter,
         synctest: bool = False,
+        prefabs: PrefabRegistry | None = None,
+        names: Mapping[str, str | None] | None = None,
+        editor_level: str | int | None = None,
+        strict: bool = True,
     ) -> None:
         self.level_path = resolve_level(level)
         self.save_dir = Path(save_dir)
         self._clock = clock
-        self.prefabs = stock_prefabs()
+        if prefabs is None:  # the stock prefabs know the stock editor names too
+            prefabs, names = stock_prefabs(), stock_editor_names() if names is None else names
+        self.prefabs = prefabs
         self.world = World(seed=seed)
         # Every type known by name up front: a save file may hold stores (projectiles,
         # bouncers) this world has not created yet.
         self.world.register(*ALL_COMPONENTS)
         self.summary: LevelSummary = load_level(self.world, self.level_path, self.prefabs,
-                                                method)
+                                                method, level=editor_level, strict=strict,
+                                                names=names)
         w, h = self.summary.size
         start = self.summary.player_start or (w / 2, h / 2)
         res = self.world.resources

@@ -7,7 +7,8 @@
   validate many levels (parse, partition, spawn, simulate, check); one JSON line per level,
   a summary on stderr, exit code 1 when any level failed.
 
-``PATH`` is a level folder, its ``.lvl`` file, or the name of a shipped level.
+``PATH`` is a level folder, its ``.lvl`` file, the name of a shipped level, an LDtk project
+(``--level`` picks one of its levels) or a Tiled map.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from ecs_engine import World
-from ecs_engine.components import stock_prefabs
+from ecs_engine import PrefabRegistry, World
 from ecs_engine.levels.errors import LevelError
 from ecs_engine.levels.inspect import DEFAULT_SCALE, MAX_SIDE, picture, picture_frame
 from ecs_engine.levels.loader import plan_level
+from ecs_engine.levels.prefab_source import load_prefabs
 from ecs_engine.levels.shipped import shipped_level, shipped_levels
 
 
@@ -38,14 +39,21 @@ def _level_path(text: str) -> Path:
     return path
 
 
-def _inspect(args: argparse.Namespace) -> int:
+def _inspect(args: argparse.Namespace, prefabs: PrefabRegistry,
+             names: Mapping[str, str | None] | None) -> int:
     start = time.perf_counter()
-    plan = plan_level(_level_path(args.path), stock_prefabs(), args.method)
+    level: str | int | None = args.level
+    if isinstance(level, str) and level.lstrip("-").isdigit():
+        level = int(level)
+    plan = plan_level(_level_path(args.path), prefabs, args.method, level=level,
+                      strict=not args.lenient, names=names)
     # Spawn into a scratch world too, so "inspect" proves the level really loads.
     keys = plan.spawn(World())
     summary = plan.summary(time.perf_counter() - start, keys)
     _say(summary.describe())
-    out = args.out or Path(f"{plan.level.folder.resolve().name}-inspect.png")
+    stem = (plan.level.folder.resolve().name if plan.level.path.suffix == ".lvl"
+            else f"{plan.level.path.stem}-{plan.level.name}")
+    out = args.out or Path(f"{stem}-inspect.png")
     frame = picture_frame(plan, args.scale, args.max_side)
     img = picture(plan, args.scale, args.max_side)
     img.save(out)
@@ -169,7 +177,15 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Level tools for the ecs-level format.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="load a level, print its summary, draw its colliders")
-    p.add_argument("path", help="level folder, .lvl file, or shipped level name")
+    p.add_argument("path", help="level folder, .lvl file, shipped level name, LDtk project "
+                                "(.ldtk) or Tiled map (.tmx, .tmj, .json)")
+    p.add_argument("--level", default=None,
+                   help="LDtk: the level's identifier or index (default: the first)")
+    p.add_argument("--lenient", action="store_true",
+                   help="skip editor names no prefab knows (listed) instead of failing")
+    p.add_argument("--prefabs", default=None, metavar="MODULE:FUNCTION",
+                   help="a function returning the game's PrefabRegistry, or (registry, "
+                        "names) (default: the stock prefabs and editor names)")
     p.add_argument("--method", choices=("greedy", "exact"), default="greedy",
                    help="rectangle partition (default greedy)")
     p.add_argument("--out", type=Path, default=None,
@@ -218,7 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale < 1 or args.max_side < 1:
         parser.error("--scale and --max-side must be at least 1")
     try:
-        return _inspect(args)
+        source = load_prefabs(args.prefabs)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        return _inspect(args, *source)
     except LevelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

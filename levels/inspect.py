@@ -44,8 +44,12 @@ class Frame:
 def _boxes(plan: LevelPlan) -> list[tuple[str, float, float, float, float]]:
     """World box ``(file, left, bottom, right, top)`` of every geometry layer."""
     w, h = plan.size
-    return [(g.spec.file, g.spec.offset[0], g.spec.offset[1], g.spec.offset[0] + w,
-             g.spec.offset[1] + h) for g in plan.geometry]
+    boxes = [("level", 0.0, 0.0, float(w), float(h))] if not plan.geometry else []
+    for g in plan.geometry:
+        gl, gb = g.spec.offset
+        boxes.append((g.spec.file, gl, gb, gl + g.grid.shape[1] * g.cell[0],
+                      gb + g.grid.shape[0] * g.cell[1]))
+    return boxes
 
 
 def picture_frame(plan: LevelPlan, scale: int = DEFAULT_SCALE,
@@ -118,10 +122,15 @@ def picture(plan: LevelPlan, scale: int = DEFAULT_SCALE, max_side: int = MAX_SID
         _composite(canvas, arr, x0, y0)
     w, h = plan.size
     for g in plan.geometry:
-        if not visible(g.spec.offset[0], g.spec.offset[1], w, h):
+        gw, gh = g.grid.shape[1] * g.cell[0], g.grid.shape[0] * g.cell[1]
+        if not visible(g.spec.offset[0], g.spec.offset[1], gw, gh):
             continue
-        x0, y0 = to_px(g.spec.offset[0], g.spec.offset[1] + h)
-        _composite(canvas, _geometry_layer(g, s), x0, y0)
+        x0, y0 = to_px(g.spec.offset[0], g.spec.offset[1] + gh)
+        layer = Image.fromarray(_geometry_layer(g, s))
+        if g.cell != (1.0, 1.0):  # an editor layer on another grid than the world unit
+            layer = layer.resize((max(1, round(gw * s)), max(1, round(gh * s))),
+                                 Image.Resampling.NEAREST)
+        _composite(canvas, layer, x0, y0)
     arr = np.array(canvas)
     for sp in plan.sprites:
         _markers(arr, (sp.x - left) * s, (top - sp.y) * s, sp.rgba, max(3, s * 3 // 4))

@@ -61,6 +61,8 @@ class GeometryPlan:
     grid: NDArray[np.int32]
     rects: NDArray[np.void]
     rules: tuple[ColorRule, ...]
+    cell: tuple[float, float] = (1.0, 1.0)
+    """World units per grid cell (x, y): editor layers may use a finer or coarser grid."""
 
 
 @dataclass(frozen=True)
@@ -146,30 +148,46 @@ class LevelPlan:
 
 
 def load_level(world: World, path: str | os.PathLike[str], prefabs: PrefabRegistry,
-               method: Method = "greedy", *,
+               method: Method = "greedy", *, level: str | int | None = None,
+               strict: bool = True, names: Mapping[str, str | None] | None = None,
                max_pixels: int = DEFAULT_MAX_PIXELS,
                max_entities: int = DEFAULT_MAX_ENTITIES) -> LevelSummary:
-    """Load a level folder (or its ``.lvl``) into ``world``: all or nothing.
+    """Load a level into ``world``: all or nothing.
 
+    ``path``: a level folder (or its ``.lvl``), an LDtk project (``.ldtk``; ``level`` its
+    identifier or index, default the first) or a Tiled map (``.tmx``, ``.tmj``, ``.json``).
     Geometry becomes one collider entity per partition rectangle (``method``: ``"greedy"``
-    or ``"exact"``), sprites one entity per pixel. Raises :class:`LevelError` on bad input,
-    leaving ``world`` unchanged. ``max_pixels`` limits the pixels (width * height) of all
-    layer images together, checked from their headers before any is decoded; ``max_entities``
-    the entities the level makes (rectangles plus sprite pixels), checked before any
-    per-entity array is built.
+    or ``"exact"``), sprites and editor entities one entity each. Editor names map to prefabs
+    through ``names`` (editor name -> prefab name, or None to drop it; ``"Entity.field"`` ->
+    parameter label) and the registry's names and aliases; with ``strict=False`` unknown
+    names are skipped and counted in ``summary.skipped``. Raises :class:`LevelError` on bad
+    input, leaving ``world`` unchanged. ``max_pixels`` limits the pixels (width * height) of
+    all layer images together, checked from their headers before any is decoded;
+    ``max_entities`` the entities a level folder makes (rectangles plus sprite pixels),
+    checked before any per-entity array is built.
     """
     start = time.perf_counter()
-    plan = plan_level(path, prefabs, method, max_pixels=max_pixels, max_entities=max_entities)
+    plan = plan_level(path, prefabs, method, level=level, strict=strict, names=names,
+                      max_pixels=max_pixels, max_entities=max_entities)
     keys = plan.spawn(world)
     prefabs.remember(world)  # saves store prefab-owned fields relative to these prefabs
     return plan.summary(time.perf_counter() - start, keys)
 
 
 def plan_level(path: str | os.PathLike[str], prefabs: PrefabRegistry,
-               method: Method = "greedy", *,
+               method: Method = "greedy", *, level: str | int | None = None,
+               strict: bool = True, names: Mapping[str, str | None] | None = None,
                max_pixels: int = DEFAULT_MAX_PIXELS,
                max_entities: int = DEFAULT_MAX_ENTITIES) -> LevelPlan:
     """Read and check a level completely without spawning anything (see module doc)."""
+    from ecs_engine.levels.editors import is_editor_file, plan_editor_file
+
+    if is_editor_file(path):
+        return plan_editor_file(path, prefabs, method, level=level, strict=strict,
+                                names=names)
+    if level is not None:
+        raise LevelError(path, f"a level folder is one level; level= is for LDtk projects, "
+                               f"got {level!r}")
     start = time.perf_counter()
     if method not in ("greedy", "exact"):
         raise ValueError(f"method must be 'greedy' or 'exact', got {method!r}")

@@ -59,6 +59,10 @@ class LevelSummary:
     player_start: tuple[float, float] | None
     seconds: float
     keys: NDArray[np.uint64] = field(default_factory=_empty_keys)
+    source: str = ""
+    """The editor and format an editor level came from (``"LDtk 1.5.3"``); "" for ``.lvl``."""
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    """What a ``strict=False`` load left out (and picture-only editor layers), with counts."""
 
     @property
     def rect_total(self) -> int:
@@ -74,8 +78,9 @@ class LevelSummary:
         w, h = self.size
         start = ("none" if self.player_start is None
                  else f"({self.player_start[0]:g}, {self.player_start[1]:g})")
+        made = self.source or f"format version {self.version}"
         lines = [
-            f"level        {self.name!r} ({self.path}, format version {self.version})",
+            f"level        {self.name!r} ({self.path}, {made})",
             f"geometry     {w} x {h} cells (world units); sprites/visuals at k = {self.k}",
             f"partition    {self.method}: {self.rect_total} rectangles",
         ]
@@ -89,5 +94,7 @@ class LevelSummary:
                          f"({r.left:g}, {r.bottom:g}) size {r.width:g}x{r.height:g}, z={v.z}")
         bg = "none" if self.background is None else to_hex(self.background)
         lines.append(f"background   {bg}")
+        for what, n in sorted(self.skipped.items()):
+            lines.append(f"skipped      {what} x{n}")
         lines.append(f"loaded in    {self.seconds * 1000:.1f} ms")
         return "\n".join(lines)
