@@ -232,17 +232,17 @@ def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Metho
                     "x": g.offset[0] + (sel["x"] + w / 2) * cw,
                     "y": g.offset[1] + (height - sel["y"] - h / 2) * ch,
                     "w": w * cw, "h": h * ch}
-                kind: Literal["tile", "sprite"] = "tile"
+                role: Literal["tile", "sprite"] = "tile"
             else:  # a prefab without a size: one entity per cell, centred
                 rows, cs = np.nonzero(grid == r)
                 cols = {"x": g.offset[0] + (cs + 0.5) * cw,
                         "y": g.offset[1] + (height - rows - 0.5) * ch}
-                kind = "sprite"
+                role = "sprite"
             count = len(cols["x"])
             if count == 0:
                 continue
             comps = _build(file, prefab, cols, count, plan_rules[r - 1].where)
-            batches.append(Batch(prefab.name, kind, comps, count, cols["x"], cols["y"]))
+            batches.append(Batch(prefab.name, role, comps, count, cols["x"], cols["y"]))
             batch_params.append(cols)
             batch_prefabs.append(None)
             if player_start is None and _is_player(prefab):
@@ -384,7 +384,8 @@ def _convert(file: Path, fv: FieldValue, param: Param,
         what = "an entity reference" if fv.kind == "ref" else f"a {fv.type_name} value"
         raise LevelError(file, f"field {fv.label!r} is {what} and cannot set {target}",
                          where=fv.where)
-    item_shape = (2,) if fv.kind == "point" else (4,) if fv.kind == "color" else ()
+    item_shape: tuple[int, ...] = (2,) if fv.kind == "point" else (4,) if fv.kind == "color" \
+        else ()
     items = list(fv.value) if fv.is_array else [fv.value]
     core = spec.shape
     if fv.is_array:
@@ -406,10 +407,10 @@ def _convert(file: Path, fv: FieldValue, param: Param,
         if item is None:
             continue
         if is_ref:
-            target = item if fv.kind == "ref" else int(item)  # a Tiled object id
-            if target == 0:
+            ident = item if fv.kind == "ref" else int(item)  # a Tiled object id
+            if ident == 0:
                 continue  # Tiled's "no object"
-            pending.append((label, i if fv.is_array else None, target, fv.where))
+            pending.append((label, i if fv.is_array else None, ident, fv.where))
             value: Any = NULL
         elif fv.kind == "color":
             value = list(item)[: item_shape[-1]]

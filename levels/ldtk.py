@@ -151,7 +151,10 @@ class _Reader:
         raw = csv.value
         if not isinstance(raw, list):
             csv.fail("expected an array of whole numbers")
-        values = np.asarray(raw) if raw else np.zeros(0, np.int64)
+        try:
+            values = np.asarray(raw) if raw else np.zeros(0, np.int64)
+        except (ValueError, OverflowError):  # ragged: arrays among the numbers
+            values = np.zeros((0, 0))
         if values.ndim != 1 or values.dtype.kind not in "iu":
             bad = next((i for i, v in enumerate(raw)
                         if isinstance(v, bool) or not isinstance(v, int)), 0)

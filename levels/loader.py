@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -186,8 +187,14 @@ def plan_level(path: str | os.PathLike[str], prefabs: PrefabRegistry,
         return plan_editor_file(path, prefabs, method, level=level, strict=strict,
                                 names=names)
     if level is not None:
-        raise LevelError(path, f"a level folder is one level; level= is for LDtk projects, "
-                               f"got {level!r}")
+        raise LevelError(Path(path), f"a level folder is one level; level= is for LDtk "
+                                     f"projects, got {level!r}")
+    return _plan_folder(path, prefabs, method, max_pixels)
+
+
+def _plan_folder(path: str | os.PathLike[str], prefabs: PrefabRegistry, method: Method,
+                 max_pixels: int) -> LevelPlan:
+    """:func:`plan_level` for a level folder or its ``.lvl``."""
     start = time.perf_counter()
     if method not in ("greedy", "exact"):
         raise ValueError(f"method must be 'greedy' or 'exact', got {method!r}")

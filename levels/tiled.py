@@ -316,6 +316,10 @@ class _Reader:
         name = klass or (info.klass if info else None) or layer_class or str(layer.name)
         props = dict(info.properties) if info else {}
         props.update(obj.properties or {})
+        for label in props:
+            if not isinstance(label, str) or not label:
+                raise LevelError(self.file, f"a property name must be a non-empty string, got "
+                                            f"{label!r}", where=f"{where}.properties")
         fields = tuple(_field(label, value, f"{where}.properties.{label}")
                        for label, value in props.items())
         wx, wy = self.world(cx, cy)
