@@ -7,7 +7,7 @@ import importlib.util
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -269,7 +269,8 @@ def rasterise(world: World, per_unit: float = 1.0, top: float | None = None
 @pytest.mark.parametrize("path", [PLATFORMER, ENTITIES, SEPARATE, ALL],
                          ids=lambda p: p.stem)
 @pytest.mark.parametrize("method", ["greedy", "exact"])
-def test_rectangles_cover_the_intgrid_cells_exactly(path: Path, method: str) -> None:
+def test_rectangles_cover_the_intgrid_cells_exactly(path: Path,
+                                                    method: Literal["greedy", "exact"]) -> None:
     reg = PrefabRegistry()
     reg.register("wall", Position(), Collider(), Solid())
     for level in ldtk_levels(path):
@@ -352,7 +353,7 @@ def test_counts_equal_instances_and_strict_false_lists_the_rest() -> None:
     doc = raw(PLATFORMER)
     summary = load_level(World(), PLATFORMER, stock_prefabs(), strict=False,
                          names=stock_editor_names())
-    inst = {}
+    inst: dict[str, int] = {}
     for e in (e for layer in doc["levels"][0]["layerInstances"]
               for e in layer["entityInstances"]):
         inst[e["__identifier"]] = inst.get(e["__identifier"], 0) + 1
@@ -385,7 +386,7 @@ def test_arcade_maps_load_with_the_stock_names() -> None:
         world = World()
         summary = load_level(world, maps / name, stock_prefabs(), names=stock_editor_names())
         tmap = pytiled_parser.parse_map(maps / name)
-        layers = {layer.name: np.array(layer.data) for layer in tmap.layers
+        layers = {layer.name: np.array(getattr(layer, "data", None)) for layer in tmap.layers
                   if getattr(layer, "data", None) is not None}
         rows, cols = np.nonzero(layers["Platforms"])
         want = {(int(c), int(r)) for r, c in zip(rows, cols, strict=True)}
