@@ -551,3 +551,58 @@ def test_tiled_refusals(tmp_path: Path) -> None:
         load_level(World(), arcade_maps() / "items.json", tiled_registry())
     with pytest.raises(LevelError, match="one level"):
         load_level(World(), arcade_maps() / "map.json", tiled_registry(), level=1)
+
+
+# --------------------------------------------------------------------------------------------
+# cross-check with shared/levels-real: the IntGrid layers rasterised by someone else
+
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "levels-real" / "ldtk"
+
+
+def real_entries() -> list[dict[str, Any]]:
+    if not (REAL / "index.json").is_file():
+        return []
+    entries = json.loads((REAL / "index.json").read_text())
+    return [e for e in entries
+            if (DATA / e["source"].rsplit("/", 1)[-1]).is_file()]
+
+
+@pytest.mark.skipif(not real_entries(), reason=f"no shared/levels-real beside the repo ({REAL})")
+def test_intgrid_cells_match_the_published_rasters() -> None:
+    from PIL import Image
+
+    from ecs_engine.components import Tile
+
+    checked = 0
+    for entry in real_entries():
+        project = DATA / entry["source"].rsplit("/", 1)[-1]
+        doc = raw(project)
+        layer_def = next(ld for ld in doc["defs"]["layers"] if ld["identifier"] == entry["layer"])
+        reg = PrefabRegistry()
+        names: dict[str, str | None] = {}
+        for v in layer_def["intGridValues"]:
+            reg.register(f"v{v['value']}", Position(), Collider(), Solid(),
+                         Tile(kind=v["value"]))
+            names[v["identifier"] or entry["layer"]] = f"v{v['value']}"
+        world = World()
+        load_level(world, project, reg, level=entry["level"], strict=False, names=names)
+        png = np.asarray(Image.open(REAL / entry["file"]).convert("RGBA"))
+        assert png.shape[:2] == (entry["height"], entry["width"])
+        for value, info in entry["values"].items():
+            colour = tuple(int(info["colour"][i:i + 2], 16) for i in (1, 3, 5))
+            rows, cols = np.nonzero((png[..., :3] == colour).all(axis=-1) & (png[..., 3] > 0))
+            want = {(int(c), int(r)) for r, c in zip(rows, cols, strict=True)}
+            assert len(want) == info["cells"]
+            got: set[tuple[int, int]] = set()
+            with world.query(Position, Collider, Tile) as q:
+                for p, c, t in zip(q[Position], q[Collider], q[Tile], strict=True):
+                    if t["kind"] != int(value):
+                        continue
+                    x0 = round(p["x"] - c["w"] / 2)
+                    y0 = round(entry["height"] - (p["y"] + c["h"] / 2))
+                    got |= {(x, y) for x in range(x0, x0 + round(c["w"]))
+                            for y in range(y0, y0 + round(c["h"]))}
+            assert got == want, (entry["file"], value)
+            checked += 1
+    assert checked >= 10
