@@ -280,7 +280,12 @@ def _plan_instances(level: EditorLevel, names: Names, first_batch: int
     rows: list[tuple[Instance, Prefab, dict[str, Any], list[tuple[str, int | None, Hashable,
                                                                    str]]]] = []
     dropped: set[Hashable] = set()
+    seen: dict[Hashable, str] = {}
     for inst in level.instances:
+        if inst.ident in seen:  # references could not tell the two apart
+            raise LevelError(file, f"{inst.what} id {inst.ident!r} is used twice (also at "
+                                   f"{seen[inst.ident]})", where=inst.where)
+        seen[inst.ident] = inst.where
         prefab = names.prefab(inst.name, inst.what, inst.where)
         if prefab is None:
             dropped.add(inst.ident)
@@ -310,10 +315,8 @@ def _plan_instances(level: EditorLevel, names: Names, first_batch: int
         groups.setdefault((prefab.name, shapes), []).append(i)
     out: list[_Pending] = []
     refs: list[_Ref] = []
-    row_of: dict[int, tuple[int, int]] = {}
     for b, members in enumerate(groups.values()):
         for r, i in enumerate(members):
-            row_of[i] = (first_batch + b, r)
             idents[rows[i][0].ident] = (first_batch + b, r)
     player_start: tuple[float, float] | None = None
     for b, members in enumerate(groups.values()):

@@ -142,7 +142,7 @@ class _Reader:
         return x_px / self.unit, (self.height_px - y_px) / self.unit
 
     def intgrid(self, layer: Node, ident: str, grid_px: int, offset: tuple[float, float],
-                ) -> TileGrid | None:
+                ) -> TileGrid:
         cw = layer.req("__cWid").integer(0, MAX_CELLS)
         ch = layer.req("__cHei").integer(0, MAX_CELLS)
         if cw * ch > MAX_CELLS:
@@ -286,9 +286,7 @@ def read_ldtk(path: str | Path, level: str | int | None = None) -> EditorLevel:
         grid_px = layer.req("__gridSize").integer(1, 2**16)
         offset = (layer.req("__pxTotalOffsetX").number(), layer.req("__pxTotalOffsetY").number())
         if kind == "IntGrid":
-            g = reader.intgrid(layer, name, grid_px, offset)
-            if g is not None:
-                grids.append(g)
+            grids.append(reader.intgrid(layer, name, grid_px, offset))
         elif kind == "Entities":
             instances.extend(reader.entity(e, name, grid_px, offset)
                              for e in layer.req("entityInstances").items())

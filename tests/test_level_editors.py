@@ -606,3 +606,51 @@ def test_intgrid_cells_match_the_published_rasters() -> None:
             assert got == want, (entry["file"], value)
             checked += 1
     assert checked >= 10
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    doc = raw(ALL)
+    refs = entity_json(doc, "EntityRefTest")
+    refs[1]["iid"] = refs[0]["iid"]
+    path = tmp_path / "dup.ldtk"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(LevelError, match="is used twice"):
+        load_level(World(), path, registry(), strict=False)
+
+
+@component
+class Lights:
+    colors: field(np.uint8, shape=(3, 4))  # type: ignore[valid-type]
+    radius: np.float32 = 0.0
+
+
+def test_array_of_colors_fills_a_shaped_field() -> None:
+    reg = stock_prefabs()
+    reg.register("spotlight", Position(), Lights())
+    world = World()
+    load_level(world, ENTITIES, reg, strict=False,
+               names={"SpotLight.flickering": None, "SpotLight.intensity": None})
+    doc = raw(ENTITIES)
+    want = sorted(
+        (e["fieldInstances"][0]["__value"],
+         [[int(c[i:i + 2], 16) for i in (1, 3, 5)] + [255]
+          for c in e["fieldInstances"][1]["__value"]])
+        for e in entity_json(doc, "SpotLight"))
+    with world.query(Lights) as q:
+        got = sorted((float(r), [c for c in cs.tolist() if any(c)])
+                     for r, cs in zip(q[Lights]["radius"], q[Lights]["colors"], strict=True))
+    assert got == want
+
+
+def test_rotated_tiled_objects_turn_about_their_origin(tmp_path: Path) -> None:
+    tmx = TMX.replace('<object id="5" type="hero" x="8" y="40" width="16" height="16">',
+                      '<object id="5" type="hero" x="8" y="40" width="32" height="16" '
+                      'rotation="90">')
+    (tmp_path / "m.tmx").write_text(tmx)
+    (tmp_path / "box.tx").write_text(TEMPLATE)
+    world = World()
+    load_level(world, tmp_path / "m.tmx", tiled_registry(), names={"box.tile": None})
+    with world.query(Player, Position) as q:
+        # origin (8 + 8, 40) px; turned 90 degrees clockwise (y down) the centre offset
+        # (16, 8) becomes (-8, 16): centre (8, 56) px -> world (0.5, 4 - 3.5)
+        assert (q[Position]["x"][0], q[Position]["y"][0]) == (0.5, 0.5)
