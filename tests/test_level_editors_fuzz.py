@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ecs_engine import World
+from ecs_engine import PrefabRegistry, World
 from ecs_engine.components import stock_prefabs
 from ecs_engine.levels import LevelError, load_level
 from ecs_engine.levels.editor_names import stock_editor_names
 
-from .test_level_editors import DATA, TEMPLATE, TMX, arcade_maps
+from .test_level_editors import DATA, STRINGS_DROPPED, TEMPLATE, TMX, arcade_maps, registry
 
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                  st.floats(allow_nan=False), st.text(max_size=5),
@@ -53,13 +54,15 @@ def mutate(doc: Any, path: tuple[Any, ...], how: str, junk: Any) -> Any:
     return doc
 
 
-def check(path: Path) -> None:
+def check(path: Path, prefabs: PrefabRegistry | None = None,
+          names: Mapping[str, str | None] | None = None) -> None:
     """Loads, or raises LevelError with the world untouched; any other exception fails."""
     world = World()
     stock_prefabs().instantiate(world, "coin", x=1, y=2)
     before = world.snapshot().to_bytes()
     try:
-        load_level(world, path, stock_prefabs(), strict=False, names=stock_editor_names())
+        load_level(world, path, prefabs or stock_prefabs(), strict=False,
+                   names=names if prefabs else stock_editor_names())
     except LevelError:
         assert world.snapshot().to_bytes() == before
 
@@ -69,9 +72,14 @@ FUZZ = settings(max_examples=int(os.environ.get("EDITOR_FUZZ_EXAMPLES", "40")), 
                                         HealthCheck.too_slow])
 
 
-@pytest.fixture(scope="module")
-def ldtk_doc() -> dict[str, Any]:
-    return json.loads((DATA / "Entities.ldtk").read_text(encoding="utf-8"))
+@pytest.fixture(scope="module", params=["Entities.ldtk",
+                                        "Test_file_for_API_showing_all_features.ldtk"])
+def ldtk_doc(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return json.loads((DATA / request.param).read_text(encoding="utf-8"))
+
+
+ALL_NAMES = {**STRINGS_DROPPED, "walls": "wall", "first": "wall", "second": "wall",
+             "third_used_in_autoLayer": "wall", "IntGrid_8px_grid": "wall"}
 
 
 @FUZZ
@@ -87,6 +95,7 @@ def test_mutated_ldtk_is_a_level_error(tmp_path_factory: pytest.TempPathFactory,
     file = folder / "p.ldtk"
     file.write_text(json.dumps(doc))
     check(file)
+    check(file, registry(), ALL_NAMES)  # every field type converted, refs resolved
 
 
 @FUZZ
