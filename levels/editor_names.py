@@ -30,7 +30,7 @@ __all__ = ["STOCK_EDITOR_NAMES", "Names", "stock_editor_names"]
 STOCK_EDITOR_NAMES: Mapping[str, str | None] = MappingProxyType({
     # LDtk's sample projects (Typical_2D_platformer_example, Entities, SeparateLevelFiles)
     "dirt": "ground", "walls": "stone", "PlayerStart": "player", "Mob": "enemy",
-    "Item": "coin", "PlayerStart.life": "hp", "Enemy.life": "hp",
+    "Item": "coin", "Exit": "flag", "PlayerStart.life": "hp", "Enemy.life": "hp",
     # arcade's own Tiled maps (:resources:tiled_maps/): layers named for what they hold
     "Platforms": "ground", "Dirt": "ground", "Coins": "coin", "Enemies": "enemy",
     "Dynamic Items": "coin",
