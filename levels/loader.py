@@ -189,11 +189,11 @@ def plan_level(path: str | os.PathLike[str], prefabs: PrefabRegistry,
     if level is not None:
         raise LevelError(Path(path), f"a level folder is one level; level= is for LDtk "
                                      f"projects, got {level!r}")
-    return _plan_folder(path, prefabs, method, max_pixels)
+    return _plan_folder(path, prefabs, method, max_pixels, max_entities)
 
 
 def _plan_folder(path: str | os.PathLike[str], prefabs: PrefabRegistry, method: Method,
-                 max_pixels: int) -> LevelPlan:
+                 max_pixels: int, max_entities: int) -> LevelPlan:
     """:func:`plan_level` for a level folder or its ``.lvl``."""
     start = time.perf_counter()
     if method not in ("greedy", "exact"):
