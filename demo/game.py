@@ -40,6 +40,7 @@ from ecs_engine.components import (
     Health,
     Layer,
     Lifetime,
+    LocalOffset,
     Patrol,
     Pickup,
     Player,
@@ -51,12 +52,19 @@ from ecs_engine.components import (
     Sprite,
     Tile,
     Velocity,
+    sheet_index,
     stock_prefabs,
 )
 from ecs_engine.entity import key_slots
 from ecs_engine.levels import LevelSummary, load_level, shipped_level
 from ecs_engine.levels.editor_names import stock_editor_names
-from ecs_engine.systems import add_platformer_systems, camera_follow, events, static_grid
+from ecs_engine.systems import (
+    add_platformer_systems,
+    camera_follow,
+    events,
+    follow_parents,
+    static_grid,
+)
 from ecs_engine.systems.gameplay import PICKUP_COIN, WON_AT
 
 __all__ = [
@@ -96,7 +104,7 @@ MAX_CUES = 256  # queued sound cues kept when nobody drains them (headless runs)
 
 ALL_COMPONENTS = (Ammo, Bouncer, Collider, Color, Enemy, Goal, Gravity, Grounded, Health, Layer,
                   Lifetime, Patrol, Pickup, Player, Position, Projectile, Score, Solid, Spawner,
-                  Sprite, Tile, Velocity)
+                  Sprite, Tile, Velocity, LocalOffset)
 
 
 # ----------------------------------------------------------------------------------------
@@ -180,6 +188,21 @@ def level_bounds(world: World, summary: LevelSummary) -> tuple[float, float, flo
     arr = np.array(boxes)
     return (float(arr[:, 0].min()), float(arr[:, 1].min()), float(arr[:, 2].max()),
             float(arr[:, 3].max()))
+
+
+def attach_bounties(world: World) -> np.ndarray:
+    """Give every enemy a coin riding above its head: a child entity (``ChildOf``) placed by
+    ``follow_parents`` each tick, which disappears with its enemy (despawn takes the
+    subtree). Returns the new keys."""
+    with world.query(Enemy, Position, readonly=(Enemy, Position)) as q:
+        enemies = q.entities.copy()
+    if enemies.size == 0:
+        return enemies
+    coins = world.spawn_batch(Position(), LocalOffset(y=0.85), Collider(w=0.45, h=0.45),
+                              Sprite(sheet=sheet_index("coin")), Layer(z=3),
+                              count=len(enemies))
+    world.set_parent(coins, enemies)
+    return coins
 
 
 def add_stress_bodies(world: World, count: int, level_size: tuple[int, int],
@@ -289,6 +312,8 @@ class Game:
         res["level"] = self.summary.name  # a save file knows which level it belongs to
         add_platformer_systems(self.world)
         self.world.add_system(fall_out, before=camera_follow)
+        attach_bounties(self.world)
+        self.world.add_system(follow_parents, before=camera_follow)
         self.bounds = level_bounds(self.world, self.summary)
         self.stress = add_stress_bodies(self.world, stress, (w, h)).size
         # Sync test mode: every tick re-simulates the last 2 ticks and compares state
