@@ -14,6 +14,7 @@ import numpy as np
 
 from ecs_engine.component import ComponentBase, ComponentSchema, component_values, schema_of
 from ecs_engine.entity import KEY_DTYPE, as_keys, format_key, key_slots
+from ecs_engine.record import PARENT_LINK
 
 if TYPE_CHECKING:
     from ecs_engine.storage import ComponentStore
@@ -130,6 +131,9 @@ def set_batch(world: World, keys: Any, ctype: type, values: Any) -> None:
     if len(np.unique(arr)) != len(arr):
         raise ValueError("set_batch: the same entity key appears more than once")
     schema = schema_of(ctype)
+    if schema.name == PARENT_LINK:
+        raise TypeError("set_batch: ChildOf is written with world.set_parent, which checks "
+                        "cycles and keeps depths right")
     fields = _field_values(schema, values, len(arr), "set_batch")
     store, rows = _rows(world, arr, ctype, "set_batch")
     if store is None or not len(rows) or not fields:

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from ecs_engine.storage import ComponentStore
 
 
+PARENT_LINK = "ChildOf"
+"""The hierarchy's component: only ``world.set_parent`` writes it (cycle and depth checks)."""
+
+
 class Record:
     """``world.get(e, T)``: ``rec["x"]`` or ``rec.x`` reads, ``rec["x"] = 5`` or
     ``rec.x = 5`` writes the live store. (A field named like a method of this class,
@@ -75,6 +79,9 @@ class Record:
         """Write a field (``rec["x"] = 5``) or elements of a subarray field
         (``rec["kinds", 2] = 7``, ``rec["kinds", 1:3] = [4, 5]``), checked and tracked."""
         store = self._store
+        if store.schema.name == PARENT_LINK:
+            raise TypeError("ChildOf is written with world.set_parent, which checks cycles "
+                            "and keeps depths right; a record cannot write it")
         if type(name) is not str:
             name, index = self._split(name)
             elements = store.schema.convert_elements(name, value)

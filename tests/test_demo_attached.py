@@ -26,3 +26,21 @@ def test_bounties_ride_on_their_enemies_and_go_with_them() -> None:
     (coin,) = world.children(victim)
     world.despawn(victim)
     assert not world.is_alive(coin)  # despawn takes the whole subtree
+
+
+def test_parent_links_are_written_only_through_set_parent() -> None:
+    import pytest
+
+    from ecs_engine import World
+    from ecs_engine.hierarchy import ChildOf
+
+    world = World()
+    a, b = world.spawn(Position()), world.spawn(Position())
+    world.set_parent(b, a)
+    with pytest.raises(TypeError, match="set_parent"):
+        world.get(b, ChildOf)["parent"] = b  # would make b its own parent
+    with pytest.raises(TypeError, match="set_parent"):
+        world.set_batch([b], ChildOf, {"depth": 7})
+    assert world.parent(b) == a
+    with pytest.raises(ValueError):
+        world.set_parent(a, b)  # the checked path still refuses the cycle
