@@ -177,6 +177,8 @@ def join(snap: Snapshot) -> tuple[Snapshot, Derived]:
             data = s.data
             pids = _prefab_ids(snap, s.entities)
             fields = [f for f in order[s.name] if f not in (data.dtype.names or ())]
+            row_of = np.argsort(s.entities, kind="stable")  # one sort serves every field
+            sorted_keys = s.entities[row_of]
             columns: dict[str, np.ndarray] = {}
             for field in fields:
                 extra = by_name[f"{s.name}{_SEP}{field}"]
@@ -187,10 +189,9 @@ def join(snap: Snapshot) -> tuple[Snapshot, Derived]:
                     rows = pids == np.uint64(int(pid_text))
                     column[rows] = np.asarray(value, dtype=column.dtype)
                     from_prefab |= rows
-                row_of = np.argsort(s.entities, kind="stable")
-                at = np.searchsorted(s.entities[row_of], extra.entities)
+                at = np.searchsorted(sorted_keys, extra.entities)
                 if (at >= s.n).any() or \
-                        (s.entities[row_of[np.minimum(at, s.n - 1)]] != extra.entities).any() \
+                        (sorted_keys[np.minimum(at, s.n - 1)] != extra.entities).any() \
                         or len(np.unique(extra.entities)) != extra.n:
                     raise _error(f"prefab-owned column {extra.name!r} names entities that "
                                  f"have no {s.name!r} (or names one twice)")

@@ -123,17 +123,6 @@ def resolve(spec: str) -> Callable[..., Any]:
     return target
 
 
-def _alive(world: World, keys: np.ndarray) -> np.ndarray:
-    table = world.slot_table()
-    slots = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    gens = (keys >> np.uint64(32)).astype(np.int64)
-    inside = slots < table.generations.size
-    ok = np.zeros(keys.shape, dtype=bool)
-    ok[inside] = (table.alive[slots[inside]]
-                  & (table.generations[slots[inside]].astype(np.int64) == gens[inside]))
-    return ok
-
-
 def world_invariants(world: World) -> list[str]:
     """What must hold in any sane world after a simulation: finite float columns and
     entity references that point at live entities (or NULL). One line per violation."""
@@ -149,7 +138,7 @@ def world_invariants(world: World) -> list[str]:
             if spec.is_entity:
                 refs = column.reshape(-1)
                 refs = refs[refs != NULL]
-                dead = refs[~_alive(world, refs)]
+                dead = refs[~world.alive(refs)]
                 if dead.size:
                     problems.append(f"{name}.{spec.name}: {dead.size} reference(s) to dead "
                                     f"entities, e.g. {int(dead[0]):#x}")
