@@ -29,7 +29,7 @@ from ecs_engine import SaveFileError, Snapshot
 from ecs_engine.components import Health, Player, Position, Score
 from ecs_engine.demo.game import INPUT_ACTIONS, Game, resolve_level
 from ecs_engine.levels import LevelError
-from ecs_engine.levels.validate import LevelPackage, pack_level
+from ecs_engine.levels.validate import LevelPackage, pack_level, unpack_level
 from ecs_engine.scaleout import Backend, run_batches
 
 __all__ = ["FarmConfig", "farm_batch", "main", "random_inputs", "start_state"]
@@ -77,11 +77,8 @@ def _game(package: LevelPackage) -> Game:
 
     with tempfile.TemporaryDirectory(prefix="ecs-farm-") as tmp:
         root = Path(tmp)
-        for rel, data in package.files.items():
-            target = root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        return Game(root / package.entry, history_seconds=1 / 60, save_dir=root / "saves")
+        return Game(unpack_level(package, root), history_seconds=1 / 60,
+                    save_dir=root / "saves")
 
 
 def _outcome(game: Game) -> dict[str, Any]:

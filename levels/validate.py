@@ -32,7 +32,7 @@ from ecs_engine.levels.loader import load_level
 
 __all__ = [
     "DEFAULT_PREFABS", "DEFAULT_SYSTEMS", "LevelPackage", "ValidateConfig", "pack_level",
-    "resolve", "thumbnail", "validate_batch", "world_invariants",
+    "resolve", "thumbnail", "unpack_level", "validate_batch", "world_invariants",
 ]
 
 DEFAULT_PREFABS = "ecs_engine.components:stock_prefabs"
@@ -107,6 +107,19 @@ def pack_level(path: str | os.PathLike[str]) -> LevelPackage:
         raise LevelError(source, f"{total} bytes of level files, more than the "
                                  f"{MAX_PACKAGE_BYTES} allowed")
     return LevelPackage(source, entry, files)
+
+
+def unpack_level(package: LevelPackage, root: Path) -> Path:
+    """Write a package's files under ``root``; returns the path to load. ``LevelError`` if
+    a packaged path would leave ``root`` (a package may come from another machine)."""
+    base = root.resolve()
+    for rel, data in package.files.items():
+        target = (root / rel).resolve()
+        if base not in target.parents:
+            raise LevelError(package.source, f"packaged path {rel!r} leaves the level")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return root / package.entry
 
 
 def resolve(spec: str) -> Callable[..., Any]:
@@ -197,14 +210,9 @@ def _validate_one(package: LevelPackage, config: ValidateConfig,
     with tempfile.TemporaryDirectory(prefix="ecs-validate-") as tmp:
         root = Path(tmp)
         try:
-            for rel, data in package.files.items():
-                target = (root / rel).resolve()
-                if root.resolve() not in target.parents:
-                    raise LevelError(package.source, f"packaged path {rel!r} leaves the level")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            entry = unpack_level(package, root)
             world = World(seed=config.seed)
-            summary = load_level(world, root / package.entry, prefabs,
+            summary = load_level(world, entry, prefabs,
                                  method=config.method)  # type: ignore[arg-type]
             row["entities"] = len(world)
             row["rectangles"] = summary.rect_total
