@@ -27,6 +27,7 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 _LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
 _NO_KEYS = np.zeros(0, np.uint64)
 _NO_KEYS.flags.writeable = False
+_BYTES_COMPARE_MAX = 32768  # up to here one bytes compare finds unwritten columns fastest
 
 
 class QueryPlan:
@@ -185,7 +186,7 @@ class Query:
     deferred until the outermost query closes.
     """
 
-    __slots__ = ("_world", "_plan", "_open", "_cache", "_gathered", "entities")
+    __slots__ = ("_world", "_plan", "_open", "_cache", "_writable", "_gathered", "entities")
 
     def __init__(self, world: World, types: Iterable[type] | QueryPlan,
                  without: Iterable[type] = (), readonly: Iterable[type] = ()) -> None:
@@ -194,6 +195,7 @@ class Query:
             world, types, without, readonly)
         self._open = False
         self._cache: dict[type, np.ndarray] = {}
+        self._writable: list[np.ndarray] = []  # columns to make read-only at block exit
         self._gathered: dict[type, tuple[np.ndarray, np.ndarray]] | None = None
         self.entities: np.ndarray = _NO_KEYS
 
@@ -225,26 +227,27 @@ class Query:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         try:
-            gathered = self._gathered
-            if gathered:
+            if self._gathered:
                 rows = self._plan.rows
-                for ctype, (arr, original) in gathered.items():
-                    self._write_back(self._plan.store_of[ctype], rows[ctype], arr, original)
+                store_of = self._plan.store_of
+                for ctype, (arr, original) in self._gathered.items():
+                    self._write_back(store_of[ctype], rows[ctype], arr, original)
         finally:
             self._open = False
             if self._cache:
-                for arr in self._cache.values():
+                for arr in self._writable:
                     # Dead after the block: a kept column that could still write would
                     # bypass change tracking (views derived inside the block are caught by
                     # the stores' outstanding-view check at the next snapshot or restore).
                     arr.flags.writeable = False
                 self._cache = {}
+                self._writable = []
                 self._gathered = None
             world = self._world
             world._open_queries -= 1
-            if world._open_queries == 0 and world._deferred:
+            if not world._open_queries and world._deferred:
                 world._flush()
-        if isinstance(exc, ValueError):
+        if exc is not None and isinstance(exc, ValueError):
             clearer = self._explain(exc)
             if clearer is not None:
                 raise clearer from exc
@@ -278,9 +281,11 @@ class Query:
                     original: np.ndarray) -> None:
         """Scatter only the rows this block changed, so writes made meanwhile through
         ``world.get`` or an inner query survive (and unchanged chunks stay shared)."""
-        size = arr.dtype.itemsize
-        if size == 0 or len(arr) == 0:
+        nbytes = arr.nbytes
+        if nbytes == 0:
             return
+        if nbytes <= _BYTES_COMPARE_MAX and arr.tobytes() == original.tobytes():
+            return  # read, not written (for small columns one bytes compare beats numpy's)
         changed = _changed_rows(arr, original)
         if changed.any():
             where = rows[changed]
@@ -296,31 +301,29 @@ class Query:
             raise RuntimeError("use the query inside a with-block: `with world.query(...) as q:`")
 
     def __getitem__(self, ctype: type) -> np.ndarray:
-        if not self._open:
-            self._check_open()
         cached = self._cache.get(ctype)
         if cached is not None:
             return cached
+        if not self._open:
+            self._check_open()
         plan = self._plan
         rows = plan.rows.get(ctype)
         if rows is None:
             raise KeyError(f"{schema_of(ctype).name} is not part of this query "
                            f"({', '.join(schema_of(t).name for t in plan.types)})")
-        store = self._plan.store_of[ctype]
-        if isinstance(rows, slice):
-            arr = store.data[rows]
-            if ctype in plan.readonly:
-                arr.flags.writeable = False
-            elif rows.stop > rows.start:
-                store.touch(rows)
+        store = plan.store_of[ctype]
+        arr = store.data[rows]
+        if ctype in plan.readonly:
+            arr.flags.writeable = False
+        elif rows.__class__ is slice:
+            self._writable.append(arr)
+            if rows.stop > rows.start:  # type: ignore[union-attr]
+                store.touch_rows(rows.start, rows.stop)  # type: ignore[union-attr]
         else:
-            arr = store.data[rows]
-            if ctype in plan.readonly:
-                arr.flags.writeable = False
-            else:
-                if self._gathered is None:
-                    self._gathered = {}
-                self._gathered[ctype] = (arr, arr.copy())
+            self._writable.append(arr)
+            if self._gathered is None:
+                self._gathered = {}
+            self._gathered[ctype] = (arr, arr.copy())
         self._cache[ctype] = arr
         return arr
 
@@ -332,18 +335,20 @@ class Query:
 
 
 def _changed_rows(arr: np.ndarray, original: np.ndarray) -> np.ndarray:
-    """Boolean mask of rows whose bytes differ (one integer compare per row when the row
-    size is 1, 2, 4 or 8 bytes)."""
+    """Boolean mask of rows whose bytes differ (contiguous arrays of one dtype)."""
     size = arr.dtype.itemsize
-    n = len(arr)
     if size in (1, 2, 4, 8):
         word = np.dtype(f"u{size}")
         return arr.view(word) != original.view(word)
-    for word_size in (8, 4, 2):
-        if size % word_size == 0:
-            word = np.dtype(f"u{word_size}")
-            mine = arr.view(word).reshape(n, size // word_size)
-            before = original.view(word).reshape(n, size // word_size)
-            return (mine != before).any(axis=1)
-    mine = arr.view(np.uint8).reshape(n, size)
-    return (mine != original.view(np.uint8).reshape(n, size)).any(axis=1)
+    row = np.dtype(f"V{size}")
+    if len(arr) <= 64:  # a few rows: one memcmp per row has the smallest fixed cost
+        return arr.view(row) != original.view(row)
+    # Many rows: compare machine words (vectorised), then fold each row's k flags into
+    # one test by reading them as one k-byte value.
+    word_size = next(w for w in (8, 4, 2, 1) if size % w == 0)
+    k = size // word_size
+    word = np.dtype(f"u{word_size}")
+    differs = arr.view(word) != original.view(word)
+    if k in (2, 4, 8):
+        return differs.view(np.dtype(f"u{k}")) != 0
+    return differs.view(np.dtype(f"V{k}")) != np.zeros((), np.dtype(f"V{k}"))

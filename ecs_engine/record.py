@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecs_engine.entity import KeyLike, format_key, key_slot, key_str
+from ecs_engine.storage import CHUNK_ROWS
 
 if TYPE_CHECKING:
     from ecs_engine.slotmap import SlotMap
@@ -56,6 +57,11 @@ class Record:
     def __getitem__(self, name: str | tuple[str, Any]) -> Any:
         """A field's value; a subarray field as a read-only copy (``rec["kinds", 2]``
         reads one element)."""
+        store = self._store
+        if store.layout_version == self._layout and type(name) is str:
+            found = store.scalar_fields.get(name)
+            if found is not None:  # the common case: one value, row still where it was
+                return found[0][self._cached_row]
         index = None
         if type(name) is str:
             column = self._store.columns.get(name)
@@ -79,6 +85,21 @@ class Record:
         """Write a field (``rec["x"] = 5``) or elements of a subarray field
         (``rec["kinds", 2] = 7``, ``rec["kinds", 1:3] = [4, 5]``), checked and tracked."""
         store = self._store
+        if store.layout_version == self._layout and type(name) is str:
+            found = store.scalar_fields.get(name)
+            if found is not None:
+                column, convert, exact, lowest, highest = found
+                if type(value) is not exact or not lowest <= value <= highest:
+                    value, count = convert(value)  # checks, or raises naming the field
+                    if count is not None:
+                        raise ValueError(f"{store.schema.name}.{name}: one value expected, "
+                                         f"got a batch of {count}")
+                row = self._cached_row
+                column[row] = value
+                version = next(store._versions)  # store.touch_row(row), inlined
+                store.data_version = version
+                store.chunk_versions[row // CHUNK_ROWS] = version
+                return
         if store.schema.name == PARENT_LINK:
             raise TypeError("ChildOf is written with world.set_parent, which checks cycles "
                             "and keeps depths right; a record cannot write it")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,17 @@ def key_slots_view(keys: np.ndarray) -> np.ndarray:
     if keys.dtype == KEY_DTYPE and keys.flags.c_contiguous and keys.dtype.byteorder in "<=":
         return keys.view(np.uint32)[::2] if np.little_endian else key_slots(keys)
     return key_slots(keys)
+
+
+def _exact_scalars(dtype: np.dtype) -> tuple[type, Any, Any]:
+    """The Python scalar type a field of ``dtype`` stores exactly, with its bounds."""
+    if dtype.kind == "f":
+        big = float(np.finfo(dtype).max)
+        return float, -big, big  # NaN compares False: it takes the checked path
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return int, int(info.min), int(info.max)
+    return bool, False, True
 
 
 class _Probe:
@@ -69,12 +80,21 @@ class ComponentStore:
         self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
         self.owner: Group | None = None  # the Group that owns this store
         self.columns: dict[str, np.ndarray] = {}  # field name -> view of ``data`` (cached)
+        # name -> (column, converter, Python type, lowest, highest): a value of that type
+        # within the bounds is stored exactly with no conversion.
+        self.scalar_fields: dict[str, tuple[np.ndarray, Any, type, Any, Any]] = {}
         self._bind_columns()
 
     def _bind_columns(self) -> None:
         """Cache one view per field: ``data[name]`` costs a view construction per call."""
         data = self.data
         self.columns = {name: data[name] for name in self.schema.field_names}
+        # Records' fast path: one-value fields and their checked converters (ChildOf is
+        # written only through world.set_parent, so it has none).
+        converters = self.schema.converters if self.schema.name != "ChildOf" else {}
+        self.scalar_fields = {name: (column, converters[name], *_exact_scalars(column.dtype))
+                              for name, column in self.columns.items()
+                              if column.ndim == 1 and name in converters}
 
     @property
     def capacity(self) -> int:
@@ -94,7 +114,10 @@ class ComponentStore:
         """Values changed (or a writable view was handed out): in ``rows``, or anywhere."""
         version = next(self._versions)
         self.data_version = version
-        if rows is None:
+        chunks = self.chunk_versions
+        if len(chunks) == 1:  # small stores: one scalar store, whatever the rows
+            chunks[0] = version
+        elif rows is None:
             self.chunk_versions[:] = version
         elif isinstance(rows, slice):
             start, stop, _ = rows.indices(self.capacity)
@@ -108,6 +131,16 @@ class ComponentStore:
             hit = np.zeros(len(self.chunk_versions), np.bool_)
             hit[np.asarray(rows) // CHUNK_ROWS] = True  # O(rows), no sort
             self.chunk_versions[hit] = version
+
+    def touch_rows(self, start: int, stop: int) -> None:
+        """The values of rows ``[start, stop)`` changed (``start < stop``)."""
+        version = next(self._versions)
+        self.data_version = version
+        first, last = start // CHUNK_ROWS, (stop - 1) // CHUNK_ROWS
+        if first == last:
+            self.chunk_versions[first] = version
+        else:
+            self.chunk_versions[first : last + 1] = version
 
     def touch_row(self, row: int) -> None:
         """The values of one row changed (cheaper than ``touch(slice(row, row + 1))``)."""

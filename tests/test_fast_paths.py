@@ -182,3 +182,90 @@ def test_cached_query_plans_see_every_structural_change() -> None:
         assert q.entities.tolist() == [c]
         q[Pos]["x"] += q[Vel]["dx"]
     assert world.get(c, Pos)["x"] == 4.0
+
+
+@component
+class Wide:
+    a: float = 0.0
+    b: float = 0.0
+    c: float = 0.0  # 24-byte rows: three words, not a power of two
+
+
+def test_record_fast_writes_check_like_the_general_path() -> None:
+    world = World()
+    key = world.spawn(Hp(), Pos(), Bag())
+    rec, pos = world.get(key, Hp), world.get(key, Pos)
+    rec["hp"] = 7  # fast: an int that fits
+    assert rec["hp"] == 7 and rec.hp == 7
+    with pytest.raises(ValueError, match="Hp.hp"):
+        rec["hp"] = 40_000  # out of int16 range: the checked path refuses it
+    with pytest.raises(ValueError, match="Hp.hp"):
+        rec["hp"] = 2.5
+    with pytest.raises(ValueError, match="one value expected"):
+        rec["hp"] = [1, 2]
+    assert rec["hp"] == 7
+    pos["x"] = float("nan")  # NaN goes the checked path and is stored
+    assert np.isnan(pos["x"])
+    pos["y"] = 3  # an int into a float field
+    assert pos["y"] == 3.0
+    rec["alive"] = False
+    assert rec["alive"] is np.False_ or rec["alive"] == False  # noqa: E712
+    with pytest.raises(ValueError, match="Hp.alive"):
+        rec["alive"] = 2
+    bag = world.get(key, Bag)
+    bag["items", 1] = 9  # subarray fields keep their element path
+    assert bag["items"].tolist() == [0, 9, 0]
+    before = world.store(Hp).data_version
+    rec["hp"] = 8
+    assert world.store(Hp).data_version != before  # the write is tracked
+
+
+def test_record_fast_reads_follow_rows_that_move() -> None:
+    world = World()
+    a, b = world.spawn(Hp(hp=1)), world.spawn(Hp(hp=2))
+    rec = world.get(b, Hp)
+    assert rec["hp"] == 2
+    world.despawn(a)  # b's row moves into the hole
+    assert rec["hp"] == 2
+    rec["hp"] = 3
+    assert world.get(b, Hp)["hp"] == 3
+    world.despawn(b)
+    with pytest.raises(KeyError):
+        rec["hp"]
+    with pytest.raises(KeyError):
+        rec["hp"] = 1
+
+
+@pytest.mark.parametrize("n", [3, 64, 65, 1000])
+@pytest.mark.parametrize("ctype", [Pos, Vel, Wide, Bag])
+def test_gathered_write_back_scatters_exactly_the_changed_rows(n: int, ctype: type) -> None:
+    """Both change detectors (one compare per row for few rows, word compares for many)
+    write back the rows the block changed and keep writes made meanwhile elsewhere."""
+    world = World(auto_group=False)  # every two-type query below gathers
+    keys = world.spawn_batch(Pos(x=np.arange(n)), Hp(), Vel(dx=1.0), Wide(a=1.0), Bag(),
+                             count=n)
+    field_name = {Pos: "y", Vel: "dx", Wide: "c", Bag: "owner"}[ctype]
+    other = Wide if ctype is not Wide else Vel
+    changed = np.arange(0, n, 3)
+    meanwhile = int(keys[1])  # row 1 is not changed by the block
+    expected = world.get_batch(keys, ctype)[field_name].astype(float)
+    with world.query(ctype, other) as q:
+        assert not q.aligned
+        col = q[ctype]
+        col[field_name][changed] = 7
+        world.get(meanwhile, ctype)[field_name] = 5  # a write elsewhere during the block
+    values = world.get_batch(keys, ctype)[field_name]
+    expected[changed] = 7
+    expected[1] = 5
+    assert values.tolist() == expected.tolist()
+
+
+def test_gathered_columns_only_read_are_not_written_back() -> None:
+    world = World()
+    world.group(Pos, Hp)
+    keys = world.spawn_batch(Pos(), Hp(), Vel(dx=np.arange(10.0)), count=10)
+    with world.query(Pos, Vel) as q:
+        assert not q.aligned
+        q[Pos]
+        world.get(int(keys[4]), Pos)["x"] = 9.0
+    assert world.get(int(keys[4]), Pos)["x"] == 9.0
