@@ -39,7 +39,7 @@ class QueryPlan:
     """
 
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
-                 "entities", "aligned", "_layouts", "_signature")
+                 "entities", "aligned", "nested_gather", "_layouts", "_signature")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
                  readonly: Iterable[type] = ()) -> None:
@@ -70,6 +70,7 @@ class QueryPlan:
         self.rows: dict[type, slice | np.ndarray] = {}
         self.entities: np.ndarray = _NO_KEYS
         self.aligned = True
+        self.nested_gather = False  # gathered only because another query was open
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
 
@@ -87,14 +88,16 @@ class QueryPlan:
         sig = self._signature
         if sig is not None:
             first = self.stores[0]
-            if (tuple(map(_LAYOUT, self.stores)) == self._layouts
+            if (first.layout_version == sig[4] and first.entities is sig[2]
                     and first.group_size == sig[0] and first.owner is sig[1]
-                    and first.entities is sig[2]
+                    and (len(self.stores) == 1
+                         or tuple(map(_LAYOUT, self.stores)) == self._layouts)
                     and (not self.without or self._excluded(world) == sig[3])
-                    and (self.aligned or not self.may_create or not world.auto_group
-                         or world._open_queries > 1
-                         or any(s.owner is not None for s in self.stores))):
-                return  # (a gathered writing query re-resolves while it could get a group)
+                    and (self.aligned or world._open_queries > 1
+                         or (not self.nested_gather
+                             and (not self.may_create or not world.auto_group
+                                  or any(s.owner is not None for s in self.stores))))):
+                return  # (a gathered query re-resolves while it could get a group or views)
         else:
             self.stores = tuple(world._store(t) for t in self.types)
             self.store_of = dict(zip(self.types, self.stores, strict=True))
@@ -102,9 +105,11 @@ class QueryPlan:
         first = self.stores[0]
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._signature = (first.group_size, first.owner, first.entities,
-                           self._excluded(world) if self.without else ())
+                           self._excluded(world) if self.without else (),
+                           first.layout_version)
 
     def _resolve(self, world: World) -> None:
+        self.nested_gather = False
         stores = self.store_of
         excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
         excluded = [s for s in excluded if s.n]
@@ -121,6 +126,10 @@ class QueryPlan:
             return
         if not excluded and self._within_group():
             return
+        if not excluded:
+            self.nested_gather = world._open_queries > 1  # retried when outermost
+            if not self.nested_gather and self._align_in_group():
+                return
 
         def skipped(store: ComponentStore) -> int:
             """Leading rows no match can be in: a group's prefix, when its members all
@@ -166,10 +175,75 @@ class QueryPlan:
         self._set_aligned(slice(0, size), first)  # the prefix holds the same keys in all
         return True
 
+    def _align_in_group(self) -> bool:
+        """Serve a query that mixes some of one group's stores with stores no group owns
+        (``(Velocity, Gravity)`` beside the collision group) by views, when its matches
+        are one contiguous run of the group's prefix: each free store is put in the
+        group's order (its entities that are in the group first, in group order, the rest
+        after in their order), so the matches are one run there too. Later ticks get
+        views until rows move again, and then only the rows out of order move.
+
+        The group's own rows never move here, and a free store's target order depends
+        only on the group, not on the query: queries sharing a free store agree on its
+        order instead of fighting over it, and the order is a function of the state, so
+        replays and rollbacks reorder identically. Only the outermost query may reorder
+        (rows must not move under an open block's views). True if served."""
+        owners = {id(s.owner): s.owner for s in self.stores if s.owner is not None}
+        if len(owners) != 1:
+            return False
+        group = next(iter(owners.values()))
+        if not isinstance(group, Group):
+            return False
+        free = [s for s in self.stores if s.owner is None]
+        if not free:
+            return False
+        lead = next(s for s in self.stores if s.owner is group)  # rows in its prefix
+        driver = min(free, key=lambda s: s.n)  # are the group's rows
+        slots = key_slots(driver.entities[: driver.n])
+        match = np.ones(len(slots), np.bool_)
+        for store in self.stores:
+            if store is not driver:
+                match &= store.sparse[slots] >= 0
+        group_rows = lead.sparse[slots[match]]
+        k = len(group_rows)
+        if k == 0:
+            self._set_aligned(slice(0, 0), lead)
+            return True
+        first, last = int(group_rows.min()), int(group_rows.max())
+        if last >= group.size or last - first + 1 != k:
+            return False  # a match outside the group, or not one run of it: gather
+        rows: dict[type, slice | np.ndarray] = {}
+        for ctype, store in self.store_of.items():
+            if store.owner is group:
+                rows[ctype] = slice(first, last + 1)
+                continue
+            start = _follow_group_order(store, lead, group.size, first)
+            rows[ctype] = slice(start, start + k)
+        self.rows = rows
+        self.entities = _readonly(lead.entities[first : last + 1])
+        self.aligned = True
+        return True
+
     def _set_aligned(self, rows: slice, store: ComponentStore) -> None:
         self.rows = dict.fromkeys(self.types, rows)
         self.entities = _readonly(store.entities[rows])
         self.aligned = True
+
+
+def _follow_group_order(store: ComponentStore, lead: ComponentStore, size: int,
+                        first: int) -> int:
+    """Put ``store`` (owned by no group) in the group's order: its entities in the group
+    (whose prefix is ``lead[:size]``) first, in group order, the others after in the
+    order they had. Returns the row where the group's row ``first`` now sits."""
+    slots = key_slots(store.entities[: store.n])
+    group_rows = lead.sparse[slots]
+    inside = (group_rows >= 0) & (group_rows < size)
+    ranked = group_rows[inside]
+    if np.any(ranked[1:] < ranked[:-1]) or not inside[: len(ranked)].all():
+        order = np.argsort(ranked, kind="stable")
+        wanted = np.concatenate([np.flatnonzero(inside)[order], np.flatnonzero(~inside)])
+        store.move_rows(wanted, np.arange(store.n))
+    return int(np.count_nonzero(ranked < first))
 
 
 class Query:
@@ -317,8 +391,8 @@ class Query:
             arr.flags.writeable = False
         elif rows.__class__ is slice:
             self._writable.append(arr)
-            if rows.stop > rows.start:  # type: ignore[union-attr]
-                store.touch_rows(rows.start, rows.stop)  # type: ignore[union-attr]
+            if rows.stop > rows.start:
+                store.touch_rows(rows.start, rows.stop)
         else:
             self._writable.append(arr)
             if self._gathered is None:

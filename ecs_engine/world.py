@@ -699,7 +699,13 @@ class World:
 
         The arguments are checked once per distinct call shape; the resolved rows are
         reused until a structural change moves rows of a store involved."""
-        key = (types, without, readonly)
+        if not without and not readonly:
+            plan = self._plans.get(types)  # the common call shape: its own short key
+            if plan is not None:
+                return Query(self, plan)
+            key: Any = types
+        else:
+            key = (types, without, readonly)
         try:
             plan = self._plans.get(key)
         except TypeError:  # lists or other unhashable iterables: normalise

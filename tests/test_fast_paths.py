@@ -261,8 +261,7 @@ def test_gathered_write_back_scatters_exactly_the_changed_rows(n: int, ctype: ty
 
 
 def test_gathered_columns_only_read_are_not_written_back() -> None:
-    world = World()
-    world.group(Pos, Hp)
+    world = World(auto_group=False)
     keys = world.spawn_batch(Pos(), Hp(), Vel(dx=np.arange(10.0)), count=10)
     with world.query(Pos, Vel) as q:
         assert not q.aligned
