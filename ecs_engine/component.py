@@ -167,6 +167,28 @@ class ComponentSchema:
         return {f.name: _converter(self, f) for f in self.fields}
 
     @cached_property
+    def exact_scalars(self) -> dict[str, tuple[Callable[[Any], tuple[Any, int | None]],
+                                               type, Any, Any]]:
+        """One-value field name -> (converter, Python type, lowest, highest): a value of
+        exactly that type within the bounds is stored exactly, with no conversion (the
+        fast path of constructors and records; anything else takes the converter)."""
+        out = {}
+        for f in self.fields:
+            if f.shape:
+                continue
+            kind = f.dtype.kind
+            if kind == "f":
+                big = float(np.finfo(f.dtype).max)
+                bounds: tuple[type, Any, Any] = (float, -big, big)  # NaN fails: checked path
+            elif kind in "iu":
+                info = np.iinfo(f.dtype)
+                bounds = (int, int(info.min), int(info.max))
+            else:
+                bounds = (bool, False, True)
+            out[f.name] = (self.converters[f.name], *bounds)
+        return out
+
+    @cached_property
     def default_row(self) -> tuple[Any, ...]:
         """The default row as a tuple of Python values, in field order."""
         return tuple(self.defaults[0].item())
@@ -350,9 +372,14 @@ class ComponentBase:
         schema = schema_of(type(self))
         if not args:  # the common keyword form: one converter call per given field
             converters = schema.converters
+            exact = schema.exact_scalars
             values: dict[str, Any] = {}
             count: int | None = None
             for key, value in kwargs.items():
+                fast = exact.get(key)
+                if fast is not None and type(value) is fast[1] and fast[2] <= value <= fast[3]:
+                    values[key] = value  # a Python scalar the field stores exactly
+                    continue
                 convert = converters.get(key)
                 if convert is None:
                     raise TypeError(f"{schema.name} has no field {key!r}; fields are "

@@ -28,17 +28,6 @@ def key_slots_view(keys: np.ndarray) -> np.ndarray:
     return key_slots(keys)
 
 
-def _exact_scalars(dtype: np.dtype) -> tuple[type, Any, Any]:
-    """The Python scalar type a field of ``dtype`` stores exactly, with its bounds."""
-    if dtype.kind == "f":
-        big = float(np.finfo(dtype).max)
-        return float, -big, big  # NaN compares False: it takes the checked path
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return int, int(info.min), int(info.max)
-    return bool, False, True
-
-
 class _Probe:
     data: np.ndarray
 
@@ -91,10 +80,9 @@ class ComponentStore:
         self.columns = {name: data[name] for name in self.schema.field_names}
         # Records' fast path: one-value fields and their checked converters (ChildOf is
         # written only through world.set_parent, so it has none).
-        converters = self.schema.converters if self.schema.name != "ChildOf" else {}
-        self.scalar_fields = {name: (column, converters[name], *_exact_scalars(column.dtype))
-                              for name, column in self.columns.items()
-                              if column.ndim == 1 and name in converters}
+        exact = self.schema.exact_scalars if self.schema.name != "ChildOf" else {}
+        self.scalar_fields = {name: (self.columns[name], *found)
+                              for name, found in exact.items()}
 
     @property
     def capacity(self) -> int:
