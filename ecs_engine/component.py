@@ -205,9 +205,14 @@ class ComponentSchema:
     def convert(self, name: str, value: Any) -> tuple[np.ndarray, int | None]:
         """Check and convert one field value; return (array, batch length or None)."""
         spec = self.field_spec(name)
+        core = len(spec.shape)
+        if type(value) is np.ndarray and value.dtype == spec.dtype:  # exact: nothing to check
+            if value.ndim == core + 1 and value.shape[1:] == spec.shape:
+                return value, value.shape[0]
+            if value.shape == spec.shape:
+                return value, None
         where = f"{self.name}.{name}"
         arr = self._checked(spec, value, where)
-        core = len(spec.shape)
         count: int | None = None
         if arr.ndim == core + 1:
             count = arr.shape[0]

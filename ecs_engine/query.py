@@ -126,11 +126,6 @@ class QueryPlan:
             return
         if not excluded and self._within_group():
             return
-        if not excluded:
-            self.nested_gather = world._open_queries > 1  # retried when outermost
-            if not self.nested_gather and self._align_in_group():
-                return
-
         def skipped(store: ComponentStore) -> int:
             """Leading rows no match can be in: a group's prefix, when its members all
             have a type the query excludes."""
@@ -151,6 +146,10 @@ class QueryPlan:
         for store in excluded:
             mask &= store.rows_of(slots) < 0
         self.rows = {t: r[mask] for t, r in rows.items()}
+        if not excluded:
+            self.nested_gather = world._open_queries > 1  # retried when outermost
+            if not self.nested_gather and self._align_in_group():
+                return
         self.entities = _readonly(keys[mask])
         self.aligned = False
 
@@ -197,14 +196,10 @@ class QueryPlan:
         free = [s for s in self.stores if s.owner is None]
         if not free:
             return False
-        lead = next(s for s in self.stores if s.owner is group)  # rows in its prefix
-        driver = min(free, key=lambda s: s.n)  # are the group's rows
-        slots = key_slots(driver.entities[: driver.n])
-        match = np.ones(len(slots), np.bool_)
-        for store in self.stores:
-            if store is not driver:
-                match &= store.sparse[slots] >= 0
-        group_rows = lead.sparse[slots[match]]
+        lead_type = next(t for t, s in self.store_of.items() if s.owner is group)
+        lead = self.store_of[lead_type]  # rows in its prefix are the group's rows
+        group_rows = self.rows[lead_type]  # the matches' rows there (gathered)
+        assert isinstance(group_rows, np.ndarray)
         k = len(group_rows)
         if k == 0:
             self._set_aligned(slice(0, 0), lead)
