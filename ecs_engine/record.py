@@ -31,12 +31,15 @@ class Record:
 
     __slots__ = ("_store", "_key", "_slots", "_layout", "_cached_row")
 
-    def __init__(self, store: ComponentStore, key: KeyLike, slots: SlotMap | None = None) -> None:
+    def __init__(self, store: ComponentStore, key: KeyLike, slots: SlotMap | None = None,
+                 row: int = -1) -> None:
+        """``row``: the key's row in ``store`` now, when the caller just looked it up."""
         self._store = store
         self._key = key
         self._slots = slots
-        self._layout = -1  # the store layout version ``_cached_row`` was found at
-        self._cached_row = -1
+        # the store layout version ``_cached_row`` was found at (-1: not yet)
+        self._layout = store.layout_version if row >= 0 else -1
+        self._cached_row = row
 
     def _row(self) -> int:
         store = self._store

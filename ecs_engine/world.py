@@ -20,6 +20,7 @@ from ecs_engine.component import ComponentBase, component_values, detached, sche
 from ecs_engine.entity import (
     KEY_DTYPE,
     NULL,
+    SLOT_BITS,
     SLOT_MASK,
     Entity,
     KeyLike,
@@ -278,8 +279,9 @@ class World:
         for comp, store in zip(components, picked, strict=True):
             row = store.append_one(key, slot)  # may reallocate data: write after
             comp._write_row(store.data, row)
-            if store.owner is not None:
-                groups.append(store.owner)
+            owner = store.owner
+            if owner is not None and owner not in groups:
+                groups.append(owner)
         for group in groups:
             if isinstance(group, Group):
                 group.enter_one(slot)
@@ -326,7 +328,8 @@ class World:
         """``spawn_batch`` of a few entities (checked components, stores present), one
         entity at a time: for small batches, numpy's per-call cost outweighs the rows."""
         stores = [self._stores[type(comp)] for comp in comps]
-        groups = [s.owner for s in stores if isinstance(s.owner, Group)]
+        groups = list({id(s.owner): s.owner for s in stores if isinstance(s.owner, Group)}
+                      .values())  # each group once
         keys = []
         for i in range(n):
             key, slot = self._slots.allocate_one()
@@ -533,6 +536,16 @@ class World:
         """The entity's component as a :class:`Record`: ``rec["x"]`` reads the store,
         ``rec["x"] = 5`` writes it (found by key on every access, so it never goes stale
         silently). For many entities, use a query."""
+        store = self._stores.get(ctype)
+        if type(entity) is int and store is not None and not self._pending_despawn:
+            slots = self._slots  # the common case, checked without numpy scalars
+            slot = entity & SLOT_MASK
+            if (0 <= entity and slot < slots.high_water and slot < len(store.sparse)
+                    and slots.generations.item(slot) == entity >> SLOT_BITS
+                    and slots.alive.item(slot)):
+                row = store.sparse.item(slot)
+                if row >= 0:
+                    return Record(store, entity, slots, row)
         key = self._check_alive(entity, "get")
         store = self._stores.get(ctype)
         if store is None or not store.contains(key_slot(key)):
