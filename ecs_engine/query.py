@@ -70,7 +70,7 @@ class QueryPlan:
         self.rows: dict[type, slice | np.ndarray] = {}
         self.entities: np.ndarray = _NO_KEYS
         self.aligned = True
-        self.nested_gather = False  # gathered only because another query was open
+        self.nested_gather = False  # gathered only because of when it ran (see _resolve)
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
 
@@ -147,8 +147,9 @@ class QueryPlan:
             mask &= store.rows_of(slots) < 0
         self.rows = {t: r[mask] for t, r in rows.items()}
         if not excluded:
-            self.nested_gather = world._open_queries > 1  # retried when outermost
-            if not self.nested_gather and self._align_in_group():
+            # Gathered only because another query is open or no step runs: retried.
+            self.nested_gather = world._open_queries > 1 or not world.stepping
+            if not self.nested_gather and self._align_in_group(world):
                 return
         self.entities = _readonly(keys[mask])
         self.aligned = False
@@ -174,27 +175,30 @@ class QueryPlan:
         self._set_aligned(slice(0, size), first)  # the prefix holds the same keys in all
         return True
 
-    def _align_in_group(self) -> bool:
-        """Serve a query that mixes some of one group's stores with stores no group owns
-        (``(Velocity, Gravity)`` beside the collision group) by views, when its matches
-        are one contiguous run of the group's prefix: each free store is put in the
-        group's order (its entities that are in the group first, in group order, the rest
-        after in their order), so the matches are one run there too. Later ticks get
-        views until rows move again, and then only the rows out of order move.
+    def _align_in_group(self, world: World) -> bool:
+        """Serve a writing query that mixes stores of the world's first group with stores
+        no group owns (``(Velocity, Gravity)`` beside the collision group) by views, when
+        its matches are one contiguous run of the group's prefix: each free store keeps
+        its entities that are in the group first, in group order, so the matches are one
+        run there too. Later ticks get views until rows move again, and then only the
+        rows out of place move.
 
-        The group's own rows never move here, and a free store's target order depends
-        only on the group, not on the query: queries sharing a free store agree on its
-        order instead of fighting over it, and the order is a function of the state, so
-        replays and rollbacks reorder identically. Only the outermost query may reorder
-        (rows must not move under an open block's views). True if served."""
-        owners = {id(s.owner): s.owner for s in self.stores if s.owner is not None}
-        if len(owners) != 1:
+        Row order is state (the state hash covers it), so it may change only where it
+        replays identically: the target order depends only on the group, never on which
+        query asks (queries never fight over a store); only the first group is followed
+        (so two groups never fight over a free store); only writing queries inside
+        ``world.step`` reorder (a renderer's, a test's or an ``on_restore`` callback's
+        query between ticks leaves the state alone, and so does a read-only render
+        system that skips re-simulated ticks); and only the outermost query does (rows
+        must not move under an open block's views). True if served."""
+        groups = world._groups
+        if not self.may_create or not groups or not world.stepping:
             return False
-        group = next(iter(owners.values()))
-        if not isinstance(group, Group):
+        group = groups[0]
+        if any(s.owner is not None and s.owner is not group for s in self.stores):
             return False
         free = [s for s in self.stores if s.owner is None]
-        if not free:
+        if not free or len(free) == len(self.stores):
             return False
         lead_type = next(t for t, s in self.store_of.items() if s.owner is group)
         lead = self.store_of[lead_type]  # rows in its prefix are the group's rows
@@ -211,11 +215,13 @@ class QueryPlan:
         for ctype, store in self.store_of.items():
             if store.owner is group:
                 rows[ctype] = slice(first, last + 1)
-                continue
-            start = _follow_group_order(store, lead, group.size, first)
-            rows[ctype] = slice(start, start + k)
+            else:
+                start = _follow_group_order(store, lead, group.size, first)
+                rows[ctype] = slice(start, start + k)
         self.rows = rows
-        self.entities = _readonly(lead.entities[first : last + 1])
+        # Keys from the first store's own run: the plan's cache checks that store's arrays.
+        head = self.types[0]
+        self.entities = _readonly(self.store_of[head].entities[rows[head]])
         self.aligned = True
         return True
 
@@ -227,18 +233,25 @@ class QueryPlan:
 
 def _follow_group_order(store: ComponentStore, lead: ComponentStore, size: int,
                         first: int) -> int:
-    """Put ``store`` (owned by no group) in the group's order: its entities in the group
-    (whose prefix is ``lead[:size]``) first, in group order, the others after in the
-    order they had. Returns the row where the group's row ``first`` now sits."""
-    slots = key_slots(store.entities[: store.n])
-    group_rows = lead.sparse[slots]
-    inside = (group_rows >= 0) & (group_rows < size)
-    ranked = group_rows[inside]
-    if np.any(ranked[1:] < ranked[:-1]) or not inside[: len(ranked)].all():
-        order = np.argsort(ranked, kind="stable")
-        wanted = np.concatenate([np.flatnonzero(inside)[order], np.flatnonzero(~inside)])
-        store.move_rows(wanted, np.arange(store.n))
-    return int(np.count_nonzero(ranked < first))
+    """Keep ``store`` (owned by no group) in the group's order: its entities that are in
+    the group (whose prefix is ``lead[:size]``) in rows ``[0, m)``, in group order; the
+    others after them. Moves only rows out of place (a member outside ``[0, m)`` trades
+    rows with a non-member inside it). Returns the row where the entity in the group's
+    row ``first`` sits."""
+    member_of = store.sparse[key_slots(lead.entities[:size])]  # store row per group row
+    present = member_of >= 0
+    member_rows = member_of[present].astype(np.intp)  # in group order
+    m = len(member_rows)
+    targets = np.arange(m)
+    wrong = member_rows != targets
+    if wrong.any():
+        src, dst = member_rows[wrong], targets[wrong]
+        in_prefix = np.zeros(m, np.bool_)
+        in_prefix[member_rows[member_rows < m]] = True
+        holes = np.flatnonzero(~in_prefix)  # non-members in [0, m): to the rows vacated
+        vacated = np.sort(src[src >= m])  # by members that came in from beyond m
+        store.place_rows(np.concatenate([dst, vacated]), np.concatenate([src, holes]))
+    return int(np.count_nonzero(present[:first]))
 
 
 class Query:

@@ -219,20 +219,16 @@ class ComponentStore:
         sparse[key_a & SLOT_MASK] = b
         self._touch_layout_rows(min(a, b), max(a, b))
 
-    def swap_row_sets(self, a: np.ndarray, b: np.ndarray) -> None:
-        """Exchange rows ``a[j]`` and ``b[j]`` (values, keys and the index) for every j;
-        all rows distinct and live."""
-        if len(a) == 0:
+    def place_rows(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """Permute rows: row ``src[j]`` moves to ``dst[j]`` (values, keys and the index);
+        ``dst`` and ``src`` hold the same distinct live rows. Only their chunks change."""
+        if len(dst) == 0:
             return
-        data, entities = self.data, self.entities
-        kept, kept_keys = data[a], entities[a]
-        data[a] = data[b]
-        entities[a] = entities[b]
-        data[b] = kept
-        entities[b] = kept_keys
-        self.sparse[key_slots(entities[a])] = a.astype(np.int32)
-        self.sparse[key_slots(entities[b])] = b.astype(np.int32)
-        self.touch_layout()
+        self.data[dst] = self.data[src]
+        self.entities[dst] = self.entities[src]
+        self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
+        self.layout_version = next(self._versions)
+        self.touch(dst)
 
     def remove_one(self, row: int, slot: int) -> None:
         """Swap-remove one live row (of the key in ``slot``): the last row fills the hole."""

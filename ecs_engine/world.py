@@ -103,6 +103,10 @@ class World:
         # True while a rollback or sync test re-runs ticks that already happened: systems
         # with effects outside the state (sounds, particles, network) skip them then.
         self.resimulating = False
+        # True while step() runs the systems. Row order is state (the state hash covers
+        # it), so queries reorder rows for views only then: a query from a renderer, a
+        # test or an on_restore callback between ticks leaves the state as it was.
+        self.stepping = False
 
     # -- stores -------------------------------------------------------------------------
     def _store(self, ctype: type) -> ComponentStore:
@@ -915,6 +919,11 @@ class World:
 
     def step(self, dt: float) -> None:
         """Run every system once with ``dt`` seconds, then advance ``tick``."""
-        for system in tuple(self._systems):
-            system.fn(self, dt)
+        outer = self.stepping
+        self.stepping = True  # queries may reorder rows only while systems run
+        try:
+            for system in tuple(self._systems):
+                system.fn(self, dt)
+        finally:
+            self.stepping = outer
         self.tick += 1
