@@ -27,6 +27,16 @@ def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, offsets
 
 
+def spread_limits(rows: np.ndarray, limit: np.ndarray, move: np.ndarray,
+                  limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
+    """Fold the sparse ``(rows, limit)`` of a ``stops`` call into per-box limits: lower
+    ``limit_fwd`` where the box moves forward, raise ``limit_back`` where it moves back."""
+    fwd = move[rows] > 0
+    ahead, behind = rows[fwd], rows[~fwd]
+    limit_fwd[ahead] = np.minimum(limit_fwd[ahead], limit[fwd])
+    limit_back[behind] = np.maximum(limit_back[behind], limit[~fwd])
+
+
 @dataclass(frozen=True)
 class StaticGrid:
     """Static boxes (left, bottom, right, top in world units) bucketed into square cells."""
@@ -100,15 +110,17 @@ class StaticGrid:
                & (bottom[qi] < self.top[bi]) & (top[qi] > self.bottom[bi]))
         return qi[hit], bi[hit]
 
-    def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
-               other_hi: np.ndarray, move: np.ndarray, skin: float,
-               limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
-        """Lower ``limit_fwd`` / raise ``limit_back`` (moves along ``axis``, world units) of
-        boxes [lo, hi] x [other_lo, other_hi] moving by ``move``: a static box the moved
-        box overlaps stops it if the box's near face is at or beyond the moving box's
-        centre (boxes it sinks into by less than half its size push it out instead)."""
+    def stops(self, axis: str, centre: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              other_lo: np.ndarray, other_hi: np.ndarray, move: np.ndarray,
+              skin: float) -> tuple[np.ndarray, np.ndarray]:
+        """The boxes [lo, hi] x [other_lo, other_hi] (centre ``centre`` along ``axis``)
+        moving by ``move`` that a static box stops: (rows, limit), each row once. A static
+        box the moved box overlaps stops it if the box's near face is at or beyond the
+        moving box's centre (boxes it sinks into by less than half its size push it out
+        instead); the limit is the furthest move, ``face - hi - skin`` forward and
+        ``face - lo + skin`` backward, over every such box."""
         if len(self.left) == 0 or len(lo) == 0:
-            return
+            return np.zeros(0, np.int64), np.zeros(0)
         # Only movers whose swept box reaches the grid's bounds (few, when the grid holds
         # the odd unaligned boxes of a tile level) go through the pair search.
         x0, x1 = self.origin_x, self.origin_x + self.width * self.cell
@@ -119,7 +131,7 @@ class StaticGrid:
         moving = np.flatnonzero((move != 0) & (reach_lo < a1) & (reach_hi > a0)
                                 & (other_lo < b1) & (other_hi > b0))
         if len(moving) == 0:
-            return
+            return np.zeros(0, np.int64), np.zeros(0)
         m_lo, m_hi, o_lo, o_hi, mv = (a[moving] for a in (lo, hi, other_lo, other_hi, move))
         new_lo, new_hi = m_lo + mv, m_hi + mv
         if axis == "x":
@@ -129,16 +141,30 @@ class StaticGrid:
             qi, bi = self.pairs(o_lo, new_lo, o_hi, new_hi)
             box_lo, box_hi = self.bottom[bi], self.top[bi]
         if len(qi) == 0:
-            return
-        centre = (m_lo + m_hi)[qi] * 0.5
-        ahead = (mv[qi] > 0) & (box_lo >= centre)
-        behind = (mv[qi] < 0) & (box_hi <= centre)
-        fwd = np.full(len(moving), np.inf)
-        np.minimum.at(fwd, qi[ahead], box_lo[ahead] - m_hi[qi[ahead]] - skin)
-        back = np.full(len(moving), -np.inf)
-        np.maximum.at(back, qi[behind], box_hi[behind] - m_lo[qi[behind]] + skin)
-        limit_fwd[moving] = np.minimum(limit_fwd[moving], fwd)
-        limit_back[moving] = np.maximum(limit_back[moving], back)
+            return np.zeros(0, np.int64), np.zeros(0)
+        c = centre[moving][qi]
+        ahead = (mv[qi] > 0) & (box_lo >= c)
+        behind = (mv[qi] < 0) & (box_hi <= c)
+        # Forward limits are minimised, backward ones maximised: one minimum over both
+        # with the backward ones negated.
+        limit = np.full(len(moving), np.inf)
+        np.minimum.at(limit, qi[ahead], box_lo[ahead] - m_hi[qi[ahead]] - skin)
+        np.minimum.at(limit, qi[behind], -(box_hi[behind] - m_lo[qi[behind]] + skin))
+        found = np.flatnonzero(limit < np.inf)
+        limit = limit[found]
+        back = mv[found] < 0
+        limit[back] = -limit[back]
+        return moving[found], limit
+
+    def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
+               other_hi: np.ndarray, move: np.ndarray, skin: float,
+               limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
+        """Lower ``limit_fwd`` / raise ``limit_back`` (moves along ``axis``, world units) of
+        boxes [lo, hi] x [other_lo, other_hi] moving by ``move``: :meth:`stops` with the
+        centre between lo and hi, spread out to one entry per box."""
+        rows, limit = self.stops(axis, (lo + hi) * 0.5, lo, hi, other_lo, other_hi, move,
+                                 skin)
+        spread_limits(rows, limit, move, limit_fwd, limit_back)
 
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
