@@ -5,6 +5,8 @@ the general uniform grid (``systems.grid``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ecs_engine import World
@@ -41,25 +43,37 @@ def _sweep(colliders: LevelColliders, axis: str, centre: np.ndarray, lo: np.ndar
     return rows, np.where(fwd, np.int8(1), np.int8(-1))
 
 
-def _move(grid: LevelColliders | StaticGrid, pos: np.ndarray, vel: np.ndarray,
-          col: np.ndarray, dt: float,
+Bodies = tuple[np.ndarray, np.ndarray, np.ndarray]  # Position, Velocity, Collider rows
+
+
+def _move(grid: LevelColliders | StaticGrid, parts: Sequence[Bodies], dt: float,
           scratch: Scratch | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`move_boxes` with the hits as (wall rows, wall sides, floor rows, floor
-    sides): the few rows that hit something, not one entry per row."""
+    """:func:`move_boxes` over several sets of rows at once (one pass, however many
+    sets) with the hits as (wall rows, wall sides, floor rows, floor sides) numbered
+    through the sets in order: the few rows that hit something, not one entry per row."""
     if isinstance(grid, StaticGrid):  # a bare general grid: no tile part
         grid = LevelColliders(None, grid, grid.version)
     s = scratch if scratch is not None else Scratch()
-    n = len(pos)
+    n = sum(len(pos) for pos, _, _ in parts)
+    if n == 0:
+        none = np.zeros(0, np.int64), np.zeros(0, np.int8)
+        return (*none, *none)
     f64 = np.float64
     x, y = s.get("x", n), s.get("y", n)
     hw, hh = s.get("hw", n), s.get("hh", n)
     mx, my = s.get("mx", n), s.get("my", n)
-    np.copyto(x, pos["x"])
-    np.copyto(y, pos["y"])
-    np.multiply(col["w"], 0.5, out=hw, dtype=f64)
-    np.multiply(col["h"], 0.5, out=hh, dtype=f64)
-    np.multiply(vel["x"], dt, out=mx, dtype=f64)
-    np.multiply(vel["y"], dt, out=my, dtype=f64)
+    spans = []
+    start = 0
+    for pos, vel, col in parts:
+        rows = slice(start, start + len(pos))
+        spans.append(rows)
+        start = rows.stop
+        np.copyto(x[rows], pos["x"])
+        np.copyto(y[rows], pos["y"])
+        np.multiply(col["w"], 0.5, out=hw[rows], dtype=f64)
+        np.multiply(col["h"], 0.5, out=hh[rows], dtype=f64)
+        np.multiply(vel["x"], dt, out=mx[rows], dtype=f64)
+        np.multiply(vel["y"], dt, out=my[rows], dtype=f64)
     near = grid.near(x, y, hw, hh, mx, my)
     # x first: the box's own extent along x, its y extent across (also the y pass's own).
     lo, hi = np.subtract(x, hw, out=s.get("lo", n)), np.add(x, hw, out=s.get("hi", n))
@@ -68,10 +82,13 @@ def _move(grid: LevelColliders | StaticGrid, pos: np.ndarray, vel: np.ndarray,
     np.subtract(x, hw, out=lo)  # the moved x extent, across the y pass
     np.add(x, hw, out=hi)
     floor = _sweep(grid, "y", y, bottom, top, lo, hi, my, s, near)
-    pos["x"] = x
-    pos["y"] = y
-    vel["x"][wall[0]] = 0
-    vel["y"][floor[0]] = 0
+    for (pos, vel, _), rows in zip(parts, spans, strict=True):
+        pos["x"] = x[rows]
+        pos["y"] = y[rows]
+        for field, hit in (("x", wall[0]), ("y", floor[0])):
+            if len(spans) > 1:
+                hit = hit[(hit >= rows.start) & (hit < rows.stop)] - rows.start
+            vel[field][hit] = 0
     return (*wall, *floor)
 
 
@@ -81,7 +98,7 @@ def move_boxes(grid: LevelColliders | StaticGrid, pos: np.ndarray, vel: np.ndarr
     """Move rows of Position by Velocity*dt, stopping at static boxes (x first, then y);
     zero the blocked velocity. Returns (wall side per row, floor side per row): -1, 0 or
     +1. ``scratch`` keeps the work arrays between calls (see ``systems.scratch``)."""
-    wall_rows, wall_side, floor_rows, floor_side = _move(grid, pos, vel, col, dt, scratch)
+    wall_rows, wall_side, floor_rows, floor_side = _move(grid, [(pos, vel, col)], dt, scratch)
     wall = np.zeros(len(pos), np.int8)
     floor = np.zeros(len(pos), np.int8)
     wall[wall_rows] = wall_side
@@ -93,21 +110,27 @@ def collide(world: World, dt: float) -> None:
     """Move every body with Position, Velocity and Collider through the static level.
 
     Sets ``Grounded`` (standing on something, touching a wall) where the body has it.
-    Solids (the level) must not have a Velocity.
+    Solids (the level) must not have a Velocity. Bodies with and without ``Grounded``
+    move in one pass (their queries are open together).
     """
     grid = level_colliders(world)
     scratch = world_scratch(world, SCRATCH_KEY)
-    with world.query(Position, Velocity, Collider, Grounded, readonly=(Collider,)) as q:
-        wall_rows, wall_side, floor_rows, floor_side = _move(
-            grid, q[Position], q[Velocity], q[Collider], dt, scratch)
+    with world.query(Position, Velocity, Collider, Grounded, readonly=(Collider,)) as q, \
+            world.query(Position, Velocity, Collider, without=(Grounded,),
+                        readonly=(Collider,)) as other:
+        parts = [(q[Position], q[Velocity], q[Collider])]
+        if len(other):
+            parts.append((other[Position], other[Velocity], other[Collider]))
+        wall_rows, wall_side, floor_rows, floor_side = _move(grid, parts, dt, scratch)
+        n = len(q)
+        if len(parts) > 1:  # hits of the Grounded rows only (they come first)
+            wall_side, wall_rows = wall_side[wall_rows < n], wall_rows[wall_rows < n]
+            floor_side, floor_rows = floor_side[floor_rows < n], floor_rows[floor_rows < n]
         ground = q[Grounded]
         ground["on_ground"] = False
         ground["on_ground"][floor_rows[floor_side < 0]] = True
         ground["wall"] = 0
         ground["wall"][wall_rows] = wall_side
-    with world.query(Position, Velocity, Collider, without=(Grounded,),
-                     readonly=(Collider,)) as q:
-        _move(grid, q[Position], q[Velocity], q[Collider], dt, scratch)
 
 
 def solid_at(world: World, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -10,6 +10,10 @@ from ecs_engine import World
 from ecs_engine.components import Collider, Position, Solid
 
 CACHE_KEY = "systems.static_grid"
+# ``StaticGrid.pairs`` tests every (query, box) pair directly up to this many pairs: the
+# same pairs as the cell search, in far fewer numpy calls. Tests set it to 0 to cover the
+# cell search with small cases.
+BRUTE_FORCE_PAIRS = 1 << 14
 
 
 def box_edges(pos: np.ndarray,
@@ -92,6 +96,13 @@ class StaticGrid:
         (open intervals: touching edges do not count). A pair may repeat."""
         if len(self.left) == 0 or len(left) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if len(left) * len(self.left) <= BRUTE_FORCE_PAIRS:
+            # Few queries against few boxes (the odd unaligned boxes of a tile level):
+            # testing every pair is a handful of numpy calls, the cell search dozens.
+            hit = ((left[:, None] < self.right) & (right[:, None] > self.left)
+                   & (bottom[:, None] < self.top) & (top[:, None] > self.bottom))
+            qi, bi = np.nonzero(hit)
+            return qi, bi
         cx0, cx1, cy0, cy1 = self._cell_range(left, bottom, right, top, self.origin_x,
                                               self.origin_y, self.cell, self.width, self.height)
         outside = ((right < self.origin_x) | (top < self.origin_y)

@@ -9,11 +9,14 @@ The tile grid's boxes are the runs of solid cells along the axis of motion.
 from __future__ import annotations
 
 import os
+from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ecs_engine.systems import grid as grid_module
 from ecs_engine.systems.colliders import LevelColliders
 from ecs_engine.systems.grid import StaticGrid
 from ecs_engine.systems.tilegrid import TileGrid, aligned_mask
@@ -143,9 +146,23 @@ def test_tile_grid_matches_brute_force(level: tuple, axis: str) -> None:
     assert grid.overlaps(left, bottom, right, top).tolist() == expect
 
 
+# The general grid finds (mover, box) pairs by testing each pair when there are few and
+# through its cells otherwise: both ways are checked (0 forces the cell search).
+PAIR_SEARCHES = pytest.mark.parametrize("brute_force_pairs",
+                                        [0, grid_module.BRUTE_FORCE_PAIRS],
+                                        ids=["cells", "every-pair"])
+
+
+@PAIR_SEARCHES
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["x", "y"]), st.integers(1, 40))
-def test_general_grid_matches_brute_force(seed: int, axis: str, n_boxes: int) -> None:
+def test_general_grid_matches_brute_force(brute_force_pairs: int, seed: int, axis: str,
+                                          n_boxes: int) -> None:
+    with mock.patch.object(grid_module, "BRUTE_FORCE_PAIRS", brute_force_pairs):
+        check_general_grid(seed, axis, n_boxes)
+
+
+def check_general_grid(seed: int, axis: str, n_boxes: int) -> None:
     rng = np.random.default_rng(seed)
     left = rng.uniform(-10, 10, n_boxes)
     bottom = rng.uniform(-10, 10, n_boxes)
@@ -164,10 +181,16 @@ def test_general_grid_matches_brute_force(seed: int, axis: str, n_boxes: int) ->
     np.testing.assert_array_equal(back, want[1])
 
 
+@PAIR_SEARCHES
 @SETTINGS
 @given(levels(), st.integers(0, 6), st.sampled_from(["x", "y"]))
-def test_mixed_level_splits_aligned_and_unaligned_boxes(level: tuple, n_odd: int,
-                                                        axis: str) -> None:
+def test_mixed_level_splits_aligned_and_unaligned_boxes(brute_force_pairs: int, level: tuple,
+                                                        n_odd: int, axis: str) -> None:
+    with mock.patch.object(grid_module, "BRUTE_FORCE_PAIRS", brute_force_pairs):
+        check_mixed_level(level, n_odd, axis)
+
+
+def check_mixed_level(level: tuple, n_odd: int, axis: str) -> None:
     solid, ox, oy, rng = level
     aligned = cell_boxes(solid, ox, oy, rng)
     h, w = solid.shape
