@@ -127,7 +127,7 @@ def patrol(world: World, dt: float) -> None:
 
 def spawners(world: World, dt: float) -> None:
     """Turrets fire a projectile every ``interval`` seconds."""
-    with world.query(Spawner, Position) as q:
+    with world.query(Spawner, Position, readonly=(Position,)) as q:
         if len(q) == 0:
             return
         spawner, pos = q[Spawner], q[Position]
@@ -191,9 +191,13 @@ def _handle_deaths(world: World) -> None:
             emit(world, "defeat", q[Position]["x"][dead], q[Position]["y"][dead])
     if len(gone):
         world.despawn_batch(gone)
-    with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
+    with world.query(Player, Health, readonly=(Player, Health)) as q:
         health = q[Health]
         # invulnerable < 0 marks a player already down, so "down" is emitted once.
+        if not ((health["hp"] <= 0) & (health["invulnerable"] >= 0)).any():
+            return  # the common case: look, write nothing
+    with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
+        health = q[Health]
         down = (health["hp"] <= 0) & (health["invulnerable"] >= 0)
         if down.any():
             emit(world, "down", q[Position]["x"][down], q[Position]["y"][down])
@@ -283,7 +287,7 @@ def _landed(ground: np.ndarray) -> np.ndarray:
     fields are one 16-bit word per row: nonzero exactly when either is set."""
     if ground.dtype.names == ("on_ground", "wall") and ground.dtype.itemsize == 2 \
             and ground.flags.c_contiguous:
-        return np.flatnonzero(ground.view(np.uint16))
+        return np.flatnonzero(ground.view(np.uint16) != 0)
     return np.flatnonzero(ground["on_ground"] | (ground["wall"] != 0))
 
 
