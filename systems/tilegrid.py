@@ -15,6 +15,7 @@ centre and the moved body reaches past it; the limit is that face minus ``SKIN``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,17 @@ class _AxisTables:
     origin: int  # world coordinate of the grid's first cell along the motion
     across: int  # world coordinate of the first grid row across the motion
     rows: int  # grid rows across the motion (without the padding)
+
+    @cached_property
+    def clip_lo(self) -> np.ndarray:
+        """Lower clip bounds of (first row, last row, floor(centre)) in world units."""
+        return np.array([[self.across - 1], [self.across - 1], [self.origin - 1]], np.float64)
+
+    @cached_property
+    def clip_hi(self) -> np.ndarray:
+        """Upper clip bounds of (first row, last row, floor(centre)) in world units."""
+        top = self.across + self.rows
+        return np.array([[top], [top], [self.origin + self.stride - 2]], np.float64)
 
     @classmethod
     def build(cls, solid: np.ndarray, origin: int, across: int) -> _AxisTables:
@@ -171,56 +183,48 @@ class TileGrid:
             return np.zeros(0, np.int64), np.zeros(0)
         t = self._x if axis == "x" else self._y
         s = scratch if scratch is not None else Scratch()
-        f = s.get("tile.f", n)
-        first = s.get("tile.first", n, np.int32)
-        after = s.get("tile.after", n, np.int32)
-        # Rows across the motion the open interval (other_lo, other_hi) overlaps: first
-        # .. after - 1, clipped to the grid plus its empty padding row on each side.
-        np.floor(other_lo, out=f)
-        np.clip(f, t.across - 1, t.across + t.rows, out=f)
-        np.copyto(first, f, casting="unsafe")
-        np.ceil(other_hi, out=f)
-        np.clip(f, t.across, t.across + t.rows + 1, out=f)
-        np.copyto(after, f, casting="unsafe")
-        index32 = s.get("tile.index32", n, np.int32)
-        col = s.get("tile.col", n, np.int32)
-        np.add(first, after, out=index32)
+        # Three rounded coordinates per box, clipped and cast in one call each: the first
+        # and last grid row across the motion that the open interval (other_lo, other_hi)
+        # overlaps (within the grid and its empty padding rows), and floor(centre) along
+        # the motion (within the table's columns).
+        f = s.get("tile.f", 3 * n).reshape(3, n)
+        np.floor(other_lo, out=f[0])
+        np.ceil(other_hi, out=f[1])
+        f[1] -= 1
+        np.floor(centre, out=f[2])
+        np.clip(f, t.clip_lo, t.clip_hi, out=f)
+        cells = s.get("tile.cells", 3 * n, np.int32).reshape(3, n)
+        np.copyto(cells, f, casting="unsafe")
+        first, last, col = cells
+        # Table row a + b for padded rows a, b; column relative to the padding column.
+        index32 = np.add(first, last, out=s.get("tile.index32", n, np.int32))
         index32 *= t.stride
-        # Column of floor(centre), clipped to the table; relative to the padding row and
-        # column: table row a + b = first + after - 1 - 2 * (across - 1).
-        np.floor(centre, out=f)
-        np.clip(f, t.origin - 1, t.origin + t.stride - 2, out=f)
-        np.copyto(col, f, casting="unsafe")
         index32 += col
-        index32 += -(2 * t.across - 1) * t.stride - t.origin + 1
+        index32 += -2 * (t.across - 1) * t.stride - t.origin + 1
         index = s.get("tile.index", n, np.int64)
         np.copyto(index, index32)
         face_fwd = s.get("tile.face_fwd", n, np.float32)
         face_back = s.get("tile.face_back", n, np.float32)
         np.take(t.starts, index, out=face_fwd, mode="wrap")
         np.take(t.ends, index, out=face_back, mode="wrap")
-        # Whole-number centres inside the grid: a run starting at the centre counts.
-        hit = s.get("tile.hit", n, np.bool_)
-        whole = np.flatnonzero(np.equal(f, centre, out=hit))
-        whole = whole[f[whole] >= t.origin]
-        face_fwd[whole] = t.starts[index[whole] - 1]
-        # Boxes over no grid row or more than two: rows one at a time.
-        span = np.subtract(after, first, out=s.get("tile.span", n, np.int32))
-        span -= 1  # rows spanned - 1: 0 or 1 were read above
-        odd = np.flatnonzero(span.view(np.uint32) > 1)
+        # The few boxes over no grid row or more than two, and whole-number centres (a run
+        # starting at the centre counts moving forward), are read again row by row.
+        span = np.subtract(last, first, out=s.get("tile.span", n, np.int32))  # rows - 1
+        special = np.greater(span.view(np.uint32), 1, out=s.get("tile.special", n, np.bool_))
+        special |= np.equal(f[2], centre, out=s.get("tile.whole", n, np.bool_))
+        odd = np.flatnonzero(special)
         if len(odd):
             self._rows_one_by_one(t, odd, centre, first, span, face_fwd, face_back)
         # Which boxes stop: reading the faces was the bulk; what follows is per stopper.
         reach = s.get("tile.reach", n)
-        going = s.get("tile.going", n, np.bool_)
-        np.add(hi, move, out=reach)
-        np.less(face_fwd, reach, out=hit)
-        hit &= np.greater(move, 0, out=going)
-        fwd = np.flatnonzero(hit)
-        np.add(lo, move, out=reach)
-        np.greater(face_back, reach, out=hit)
-        hit &= np.less(move, 0, out=going)
-        back = np.flatnonzero(hit)
+        ahead = np.less(face_fwd, np.add(hi, move, out=reach), out=s.get("tile.ahead", n,
+                                                                          np.bool_))
+        behind = np.greater(face_back, np.add(lo, move, out=reach),
+                            out=s.get("tile.behind", n, np.bool_))
+        hit = np.flatnonzero(np.logical_or(ahead, behind, out=special))
+        wanted = move[hit]
+        fwd = hit[(wanted > 0) & ahead[hit]]
+        back = hit[(wanted < 0) & behind[hit]]
         limit = np.concatenate([face_fwd[fwd].astype(np.float64) - hi[fwd] - skin,
                                 face_back[back].astype(np.float64) - lo[back] + skin])
         return np.concatenate([fwd, back]), limit
@@ -229,7 +233,8 @@ class TileGrid:
     def _rows_one_by_one(t: _AxisTables, odd: np.ndarray, centre: np.ndarray,
                          first: np.ndarray, span: np.ndarray, face_fwd: np.ndarray,
                          face_back: np.ndarray) -> None:
-        """Faces of the boxes ``odd`` (over no grid row, or more than two) row by row."""
+        """Faces of the boxes ``odd`` (over no grid row or more than two, or centred on a
+        whole number) row by row. ``span``: grid rows spanned - 1 (-1: none)."""
         c = centre[odd]
         end = t.origin + t.stride - 1
         col_fwd = np.clip(np.ceil(c), t.origin, end).astype(np.int64) - t.origin
