@@ -207,14 +207,21 @@ class TileGrid:
         face_back = s.get("tile.face_back", n, np.float32)
         np.take(t.starts, index, out=face_fwd, mode="wrap")
         np.take(t.ends, index, out=face_back, mode="wrap")
-        # The few boxes over no grid row or more than two, and whole-number centres (a run
-        # starting at the centre counts moving forward), are read again row by row.
+        # Fixed up after: whole-number centres (moving forward, a run starting at the centre
+        # counts: one more read) and the few boxes over no grid row or more than two (read
+        # again row by row).
         span = np.subtract(last, first, out=s.get("tile.span", n, np.int32))  # rows - 1
         special = np.greater(span.view(np.uint32), 1, out=s.get("tile.special", n, np.bool_))
         special |= np.equal(f[2], centre, out=s.get("tile.whole", n, np.bool_))
         odd = np.flatnonzero(special)
         if len(odd):
-            self._rows_one_by_one(t, odd, centre, first, span, face_fwd, face_back)
+            over = span[odd].view(np.uint32) > 1
+            whole = odd[~over]  # a run starting at column floor(centre) = centre counts
+            whole = whole[f[2][whole] >= t.origin]  # (left of the grid: nothing to add)
+            face_fwd[whole] = t.starts[index[whole] - 1]
+            odd = odd[over]
+            if len(odd):
+                self._rows_one_by_one(t, odd, centre, first, span, face_fwd, face_back)
         # Which boxes stop: reading the faces was the bulk; what follows is per stopper.
         reach = s.get("tile.reach", n)
         ahead = np.less(face_fwd, np.add(hi, move, out=reach), out=s.get("tile.ahead", n,
@@ -233,8 +240,8 @@ class TileGrid:
     def _rows_one_by_one(t: _AxisTables, odd: np.ndarray, centre: np.ndarray,
                          first: np.ndarray, span: np.ndarray, face_fwd: np.ndarray,
                          face_back: np.ndarray) -> None:
-        """Faces of the boxes ``odd`` (over no grid row or more than two, or centred on a
-        whole number) row by row. ``span``: grid rows spanned - 1 (-1: none)."""
+        """Faces of the boxes ``odd`` (over no grid row, or more than two) row by row.
+        ``span``: grid rows spanned - 1 (-1: none)."""
         c = centre[odd]
         end = t.origin + t.stride - 1
         col_fwd = np.clip(np.ceil(c), t.origin, end).astype(np.int64) - t.origin
