@@ -133,7 +133,8 @@ class StaticGrid:
         if len(self.left) == 0 or len(lo) == 0:
             return np.zeros(0, np.int64), np.zeros(0)
         # Only movers whose swept box reaches the grid's bounds (few, when the grid holds
-        # the odd unaligned boxes of a tile level) go through the pair search.
+        # the odd unaligned boxes of a tile level) go through the pair search (or, few
+        # movers against few boxes, one matrix of every pair).
         x0, x1 = self.origin_x, self.origin_x + self.width * self.cell
         y0, y1 = self.origin_y, self.origin_y + self.height * self.cell
         a0, a1, b0, b1 = (x0, x1, y0, y1) if axis == "x" else (y0, y1, x0, x1)
@@ -145,6 +146,10 @@ class StaticGrid:
             return np.zeros(0, np.int64), np.zeros(0)
         m_lo, m_hi, o_lo, o_hi, mv = (a[moving] for a in (lo, hi, other_lo, other_hi, move))
         new_lo, new_hi = m_lo + mv, m_hi + mv
+        if len(moving) * len(self.left) <= BRUTE_FORCE_PAIRS:
+            found, limit = self._dense_limits(axis, centre[moving], m_lo, m_hi, new_lo, new_hi,
+                                              o_lo, o_hi, mv, skin)
+            return moving[found], limit
         if axis == "x":
             qi, bi = self.pairs(new_lo, o_lo, new_hi, o_hi)
             box_lo, box_hi = self.left[bi], self.right[bi]
@@ -166,6 +171,26 @@ class StaticGrid:
         back = mv[found] < 0
         limit[back] = -limit[back]
         return moving[found], limit
+
+    def _dense_limits(self, axis: str, c: np.ndarray, m_lo: np.ndarray, m_hi: np.ndarray,
+                      new_lo: np.ndarray, new_hi: np.ndarray, o_lo: np.ndarray,
+                      o_hi: np.ndarray, mv: np.ndarray,
+                      skin: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`stops` for few movers against few boxes: every (mover, box) pair as one
+        matrix, no pair lists. Returns (which movers stop, their limits)."""
+        if axis == "x":
+            b_lo, b_hi, b_olo, b_ohi = self.left, self.right, self.bottom, self.top
+        else:
+            b_lo, b_hi, b_olo, b_ohi = self.bottom, self.top, self.left, self.right
+        over = ((new_lo[:, None] < b_hi) & (new_hi[:, None] > b_lo)
+                & (o_lo[:, None] < b_ohi) & (o_hi[:, None] > b_olo))
+        fwd = mv > 0
+        ahead = over & fwd[:, None] & (b_lo >= c[:, None])
+        behind = over & ~fwd[:, None] & (b_hi <= c[:, None])  # (movers only: mv != 0)
+        limit = np.where(fwd, np.where(ahead, b_lo - m_hi[:, None] - skin, np.inf).min(axis=1),
+                         np.where(behind, b_hi - m_lo[:, None] + skin, -np.inf).max(axis=1))
+        found = np.flatnonzero(np.isfinite(limit))
+        return found, limit[found]
 
     def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
                other_hi: np.ndarray, move: np.ndarray, skin: float,
