@@ -138,8 +138,8 @@ class StaticGrid:
         x0, x1 = self.origin_x, self.origin_x + self.width * self.cell
         y0, y1 = self.origin_y, self.origin_y + self.height * self.cell
         a0, a1, b0, b1 = (x0, x1, y0, y1) if axis == "x" else (y0, y1, x0, x1)
-        reach_lo = lo + np.minimum(move, 0)
-        reach_hi = hi + np.maximum(move, 0)
+        reach_lo = lo + np.clip(move, -np.inf, 0.0)  # (clip: np.minimum's values, faster)
+        reach_hi = hi + np.clip(move, 0.0, np.inf)
         moving = np.flatnonzero((move != 0) & (reach_lo < a1) & (reach_hi > a0)
                                 & (other_lo < b1) & (other_hi > b0))
         if len(moving) == 0:
