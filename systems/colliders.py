@@ -90,11 +90,29 @@ class LevelColliders:
             return np.zeros(0, np.int64)
         left, bottom, right, top = self.rest_bounds
         # Along an axis a box moves by at most its move, or (pushed out of a face) by its
-        # half size plus the skin; 0.01 units of slack cover rounding and the skin.
-        ex = 2 * float(half_w.max()) + max(float(move_x.max()), -float(move_x.min())) + 0.01
-        ey = 2 * float(half_h.max()) + max(float(move_y.max()), -float(move_y.min())) + 0.01
-        return np.flatnonzero((x > left - ex) & (x < right + ex) & (y > bottom - ey)
-                              & (y < top + ey))
+        # half size plus the skin; 0.01 units of slack cover rounding and the skin. First
+        # the rows within the narrower band around the boxes (one margin for all), then
+        # the other axis on those few (each row its own margin).
+        band = ((x, half_w, move_x, left, right), (y, half_h, move_y, bottom, top))
+        if self.narrow_axis == "y":
+            band = band[::-1]
+        (c, half, move, lo, hi), (c2, half2, move2, lo2, hi2) = band
+        margin = 2 * float(half.max()) + max(float(move.max()), -float(move.min())) + 0.01
+        rows = np.flatnonzero((c > lo - margin) & (c < hi + margin))
+        margin2 = 2 * half2[rows] + np.abs(move2[rows]) + 0.01
+        inside = c2[rows]
+        return rows[(inside > lo2 - margin2) & (inside < hi2 + margin2)]
+
+    @cached_property
+    def narrow_axis(self) -> str:
+        """The axis along which the unaligned boxes' bounds cover less of the tile grid
+        (:meth:`near` filters along it first)."""
+        tiles = self.tiles
+        left, bottom, right, top = self.rest_bounds
+        if tiles is None or not np.isfinite(left):
+            return "x"
+        return "x" if (right - left + 2) / tiles.width <= (top - bottom + 2) / tiles.height \
+            else "y"
 
     @cached_property
     def rest_bounds(self) -> tuple[float, float, float, float]:
