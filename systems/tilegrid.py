@@ -3,9 +3,11 @@
 Level geometry is made of boxes whose edges sit on whole world units (one geometry pixel
 each). Their union is a bitmap of solid cells; along each axis, the faces a moving box can
 hit are the ends of the runs of solid cells in its rows (for x) or columns (for y). For
-every row and every column position the tables hold the nearest run start at or after it
-and the nearest run end at or before it, so stopping a body costs one lookup per row it
-spans, whatever the number of static boxes.
+every row (and every pair of adjacent rows) and every column position the tables hold the
+nearest run start at or after it and the nearest run end at or before it, so stopping a
+body costs one lookup per direction (a body over more than two rows, one per row),
+whatever the number of static boxes. Lookups run over all moving bodies at once in reused
+scratch buffers; only the few bodies that reach a face go on to the limit arithmetic.
 
 The rule is the platformer collision rule of :mod:`systems.collision`, with runs as the
 boxes: moving forward, a run stops the body if its near face is at or beyond the body's
