@@ -127,9 +127,12 @@ def collide(world: World, dt: float) -> None:
             wall_side, wall_rows = wall_side[wall_rows < n], wall_rows[wall_rows < n]
             floor_side, floor_rows = floor_side[floor_rows < n], floor_rows[floor_rows < n]
         ground = q[Grounded]
-        ground["on_ground"] = False
+        if ground.dtype.itemsize == 2 and ground.flags.c_contiguous:
+            ground.view(np.uint16).fill(0)  # both one-byte fields, one word per row
+        else:
+            ground["on_ground"] = False
+            ground["wall"] = 0
         ground["on_ground"][floor_rows[floor_side < 0]] = True
-        ground["wall"] = 0
         ground["wall"][wall_rows] = wall_side
 
 
