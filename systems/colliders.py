@@ -4,12 +4,14 @@ and the general grid for the rest."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ecs_engine import World
 from ecs_engine.components import Collider, Position, Solid
-from ecs_engine.systems.grid import StaticGrid, box_edges
+from ecs_engine.systems.grid import StaticGrid, box_edges, spread_limits
+from ecs_engine.systems.scratch import Scratch
 from ecs_engine.systems.tilegrid import TileGrid, aligned_mask
 
 CACHE_KEY = "systems.level_colliders"
@@ -37,17 +39,101 @@ class LevelColliders:
         return cls(tiles, StaticGrid.build(left[rest], bottom[rest], right[rest], top[rest],
                                            version=version), version)
 
+    def stops(self, axis: str, centre: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              other_lo: np.ndarray, other_hi: np.ndarray, move: np.ndarray, skin: float,
+              scratch: Scratch | None = None,
+              near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, limit) of the boxes a static box stops, each row once, with the nearest
+        limit of either part (see ``TileGrid.stops``). ``near``: the only rows that can
+        reach the unaligned boxes (see :meth:`near`); None checks every row."""
+        parts = []
+        if self.tiles is not None:
+            parts.append(self.tiles.stops(axis, centre, lo, hi, other_lo, other_hi, move,
+                                          skin, scratch))
+        if len(self.rest.left) and (near is None or len(near)):
+            if near is None:
+                parts.append(self.rest.stops(axis, centre, lo, hi, other_lo, other_hi, move,
+                                             skin))
+            else:
+                rows, limit = self.rest.stops(axis, centre[near], lo[near], hi[near],
+                                              other_lo[near], other_hi[near], move[near],
+                                              skin)
+                parts.append((near[rows], limit))
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0)
+        if len(parts) == 1:
+            return parts[0]
+        (tile_rows, tile_limit), (rest_rows, rest_limit) = parts
+        # A row both parts stop keeps the nearer limit (the smaller one moving forward,
+        # the larger one moving back). The general grid's rows come out sorted.
+        k = np.minimum(np.searchsorted(rest_rows, tile_rows), len(rest_rows) - 1)
+        both = np.flatnonzero(rest_rows[k] == tile_rows)
+        if len(both):
+            k = k[both]
+            fwd = move[rest_rows[k]] > 0
+            mine, theirs = tile_limit[both], rest_limit[k]
+            rest_limit[k] = np.where(fwd, np.minimum(mine, theirs), np.maximum(mine, theirs))
+            tile_rows, tile_limit = np.delete(tile_rows, both), np.delete(tile_limit, both)
+        return (np.concatenate([tile_rows, rest_rows]),
+                np.concatenate([tile_limit, rest_limit]))
+
+    def near(self, x: np.ndarray, y: np.ndarray, half_w: np.ndarray, half_h: np.ndarray,
+             move_x: np.ndarray, move_y: np.ndarray) -> np.ndarray | None:
+        """Rows of boxes (centre x, y, half sizes, this tick's moves) that may touch an
+        unaligned box this tick, in either axis pass; None when every row may (no tile
+        part). Conservative: it keeps every box whose swept box can reach the bounds of
+        the unaligned boxes in the x pass or, moved along x, in the y pass."""
+        if self.tiles is None:
+            return None
+        if len(self.rest.left) == 0 or len(x) == 0:
+            return np.zeros(0, np.int64)
+        left, bottom, right, top = self.rest_bounds
+        # Along an axis a box moves by at most its move, or (pushed out of a face) by its
+        # half size plus the skin; 0.01 units of slack cover rounding and the skin. First
+        # the rows within the narrower band around the boxes (one margin for all), then
+        # the other axis on those few (each row its own margin).
+        band = ((x, half_w, move_x, left, right), (y, half_h, move_y, bottom, top))
+        if self.narrow_axis == "y":
+            band = band[::-1]
+        (c, half, move, lo, hi), (c2, half2, move2, lo2, hi2) = band
+        margin = 2 * float(half.max()) + max(float(move.max()), -float(move.min())) + 0.01
+        rows = np.flatnonzero((c > lo - margin) & (c < hi + margin))
+        margin2 = 2 * half2[rows] + np.abs(move2[rows]) + 0.01
+        inside = c2[rows]
+        return rows[(inside > lo2 - margin2) & (inside < hi2 + margin2)]
+
+    @cached_property
+    def narrow_axis(self) -> str:
+        """The axis along which the unaligned boxes' bounds cover less of the tile grid
+        (:meth:`near` filters along it first)."""
+        tiles = self.tiles
+        left, bottom, right, top = self.rest_bounds
+        if tiles is None or not np.isfinite(left):
+            return "x"
+        return "x" if (right - left + 2) / tiles.width <= (top - bottom + 2) / tiles.height \
+            else "y"
+
+    @cached_property
+    def rest_bounds(self) -> tuple[float, float, float, float]:
+        """(left, bottom, right, top) around the unaligned boxes (world units)."""
+        rest = self.rest
+        if len(rest.left) == 0:
+            return (np.inf, np.inf, -np.inf, -np.inf)
+        return (float(rest.left.min()), float(rest.bottom.min()), float(rest.right.max()),
+                float(rest.top.max()))
+
     def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
                other_hi: np.ndarray, move: np.ndarray,
                skin: float) -> tuple[np.ndarray, np.ndarray]:
         """(furthest forward move, furthest backward move) per box before it hits a static
-        box (``inf`` / ``-inf`` where nothing is in the way)."""
+        box (``inf`` / ``-inf`` where nothing is in the way): :meth:`stops` with the
+        centre between lo and hi, spread out to one entry per box."""
         limit_fwd = np.full(len(lo), np.inf)
         limit_back = np.full(len(lo), -np.inf)
-        if self.tiles is not None:
-            self.tiles.limits(axis, lo, hi, other_lo, other_hi, move, skin, limit_fwd,
-                              limit_back)
-        self.rest.limits(axis, lo, hi, other_lo, other_hi, move, skin, limit_fwd, limit_back)
+        rows, limit = self.stops(axis, (lo + hi) * 0.5, lo, hi, other_lo, other_hi, move,
+                                 skin)
+        spread_limits(rows, limit, move, limit_fwd, limit_back)
         return limit_fwd, limit_back
 
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,

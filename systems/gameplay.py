@@ -127,7 +127,7 @@ def patrol(world: World, dt: float) -> None:
 
 def spawners(world: World, dt: float) -> None:
     """Turrets fire a projectile every ``interval`` seconds."""
-    with world.query(Spawner, Position) as q:
+    with world.query(Spawner, Position, readonly=(Position,)) as q:
         if len(q) == 0:
             return
         spawner, pos = q[Spawner], q[Position]
@@ -191,9 +191,13 @@ def _handle_deaths(world: World) -> None:
             emit(world, "defeat", q[Position]["x"][dead], q[Position]["y"][dead])
     if len(gone):
         world.despawn_batch(gone)
-    with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
+    with world.query(Player, Health, readonly=(Player, Health)) as q:
         health = q[Health]
         # invulnerable < 0 marks a player already down, so "down" is emitted once.
+        if not ((health["hp"] <= 0) & (health["invulnerable"] >= 0)).any():
+            return  # the common case: look, write nothing
+    with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
+        health = q[Health]
         down = (health["hp"] <= 0) & (health["invulnerable"] >= 0)
         if down.any():
             emit(world, "down", q[Position]["x"][down], q[Position]["y"][down])
@@ -278,25 +282,43 @@ def reach_goal(world: World, dt: float) -> None:
     world.resources[WON_AT] = int(world.tick) + 1  # ticks run when this one ends
 
 
+def _landed(ground: np.ndarray) -> np.ndarray:
+    """Rows of ``Grounded`` standing on something or touching a wall. The two one-byte
+    fields are one 16-bit word per row: nonzero exactly when either is set."""
+    if ground.dtype.names == ("on_ground", "wall") and ground.dtype.itemsize == 2 \
+            and ground.flags.c_contiguous:
+        return np.flatnonzero(ground.view(np.uint16) != 0)
+    return np.flatnonzero(ground["on_ground"] | (ground["wall"] != 0))
+
+
 def bounce(world: World, dt: float) -> None:
     """Bouncers that landed jump again with a random speed and direction."""
     with world.query(Grounded, readonly=(Grounded,)) as q:  # one column, no gather
-        ground = q[Grounded]
-        landed = q.entities[ground["on_ground"] | (ground["wall"] != 0)]
+        landed = q.entities[_landed(q[Grounded])]
     if len(landed) == 0:
         return
-    # Only the few that landed this tick are looked up, not every bouncer.
+    # Only the few that landed this tick are looked up and written, not every bouncer.
     bouncers, velocities = world.store(Bouncer), world.store(Velocity)
     slots = key_slots(landed)
     rows = bouncers.rows_of(slots)
-    jumping = (rows >= 0) & (velocities.rows_of(slots) >= 0)
-    n = int(np.count_nonzero(jumping))
+    vrows = velocities.rows_of(slots)
+    jumping = np.flatnonzero((rows >= 0) & (vrows >= 0))
+    n = len(jumping)
     if n == 0:
         return
     b = bouncers.data[rows[jumping]]
-    vy = world.rng.uniform(b["min_speed"], b["max_speed"])
+    # rng.uniform(low, high) with array bounds is low + (high - low) * random(), one draw
+    # each: the same numbers from the same stream, without its per-call broadcasting cost.
+    low = b["min_speed"].astype(np.float64)
+    vy = low + (b["max_speed"].astype(np.float64) - low) * world.rng.random(n)
     vx = world.rng.uniform(-8.0, 8.0, n)
-    world.add_batch(landed[jumping], Velocity(x=vx, y=vy))
+    # Every one has a Velocity already: write the rows in place (what add_batch does for
+    # present rows, without its per-call checks and copies).
+    vrows = vrows[jumping]
+    data = velocities.data
+    data["x"][vrows] = vx
+    data["y"][vrows] = vy
+    velocities.touch(vrows)
 
 
 def camera_follow(world: World, dt: float, stiffness: float = 8.0) -> None:

@@ -10,6 +10,10 @@ from ecs_engine import World
 from ecs_engine.components import Collider, Position, Solid
 
 CACHE_KEY = "systems.static_grid"
+# ``StaticGrid.pairs`` tests every (query, box) pair directly up to this many pairs: the
+# same pairs as the cell search, in far fewer numpy calls. Tests set it to 0 to cover the
+# cell search with small cases.
+BRUTE_FORCE_PAIRS = 1 << 14
 
 
 def box_edges(pos: np.ndarray,
@@ -25,6 +29,16 @@ def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     owner = np.repeat(np.arange(len(counts)), counts)
     offsets = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
     return owner, offsets
+
+
+def spread_limits(rows: np.ndarray, limit: np.ndarray, move: np.ndarray,
+                  limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
+    """Fold the sparse ``(rows, limit)`` of a ``stops`` call into per-box limits: lower
+    ``limit_fwd`` where the box moves forward, raise ``limit_back`` where it moves back."""
+    fwd = move[rows] > 0
+    ahead, behind = rows[fwd], rows[~fwd]
+    limit_fwd[ahead] = np.minimum(limit_fwd[ahead], limit[fwd])
+    limit_back[behind] = np.maximum(limit_back[behind], limit[~fwd])
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,13 @@ class StaticGrid:
         (open intervals: touching edges do not count). A pair may repeat."""
         if len(self.left) == 0 or len(left) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if len(left) * len(self.left) <= BRUTE_FORCE_PAIRS:
+            # Few queries against few boxes (the odd unaligned boxes of a tile level):
+            # testing every pair is a handful of numpy calls, the cell search dozens.
+            hit = ((left[:, None] < self.right) & (right[:, None] > self.left)
+                   & (bottom[:, None] < self.top) & (top[:, None] > self.bottom))
+            qi, bi = np.nonzero(hit)
+            return qi, bi
         cx0, cx1, cy0, cy1 = self._cell_range(left, bottom, right, top, self.origin_x,
                                               self.origin_y, self.cell, self.width, self.height)
         outside = ((right < self.origin_x) | (top < self.origin_y)
@@ -100,28 +121,35 @@ class StaticGrid:
                & (bottom[qi] < self.top[bi]) & (top[qi] > self.bottom[bi]))
         return qi[hit], bi[hit]
 
-    def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
-               other_hi: np.ndarray, move: np.ndarray, skin: float,
-               limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
-        """Lower ``limit_fwd`` / raise ``limit_back`` (moves along ``axis``, world units) of
-        boxes [lo, hi] x [other_lo, other_hi] moving by ``move``: a static box the moved
-        box overlaps stops it if the box's near face is at or beyond the moving box's
-        centre (boxes it sinks into by less than half its size push it out instead)."""
+    def stops(self, axis: str, centre: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              other_lo: np.ndarray, other_hi: np.ndarray, move: np.ndarray,
+              skin: float) -> tuple[np.ndarray, np.ndarray]:
+        """The boxes [lo, hi] x [other_lo, other_hi] (centre ``centre`` along ``axis``)
+        moving by ``move`` that a static box stops: (rows, limit), each row once. A static
+        box the moved box overlaps stops it if the box's near face is at or beyond the
+        moving box's centre (boxes it sinks into by less than half its size push it out
+        instead); the limit is the furthest move, ``face - hi - skin`` forward and
+        ``face - lo + skin`` backward, over every such box."""
         if len(self.left) == 0 or len(lo) == 0:
-            return
+            return np.zeros(0, np.int64), np.zeros(0)
         # Only movers whose swept box reaches the grid's bounds (few, when the grid holds
-        # the odd unaligned boxes of a tile level) go through the pair search.
+        # the odd unaligned boxes of a tile level) go through the pair search (or, few
+        # movers against few boxes, one matrix of every pair).
         x0, x1 = self.origin_x, self.origin_x + self.width * self.cell
         y0, y1 = self.origin_y, self.origin_y + self.height * self.cell
         a0, a1, b0, b1 = (x0, x1, y0, y1) if axis == "x" else (y0, y1, x0, x1)
-        reach_lo = lo + np.minimum(move, 0)
-        reach_hi = hi + np.maximum(move, 0)
+        reach_lo = lo + np.clip(move, -np.inf, 0.0)  # (clip: np.minimum's values, faster)
+        reach_hi = hi + np.clip(move, 0.0, np.inf)
         moving = np.flatnonzero((move != 0) & (reach_lo < a1) & (reach_hi > a0)
                                 & (other_lo < b1) & (other_hi > b0))
         if len(moving) == 0:
-            return
+            return np.zeros(0, np.int64), np.zeros(0)
         m_lo, m_hi, o_lo, o_hi, mv = (a[moving] for a in (lo, hi, other_lo, other_hi, move))
         new_lo, new_hi = m_lo + mv, m_hi + mv
+        if len(moving) * len(self.left) <= BRUTE_FORCE_PAIRS:
+            found, limit = self._dense_limits(axis, centre[moving], m_lo, m_hi, new_lo, new_hi,
+                                              o_lo, o_hi, mv, skin)
+            return moving[found], limit
         if axis == "x":
             qi, bi = self.pairs(new_lo, o_lo, new_hi, o_hi)
             box_lo, box_hi = self.left[bi], self.right[bi]
@@ -129,16 +157,50 @@ class StaticGrid:
             qi, bi = self.pairs(o_lo, new_lo, o_hi, new_hi)
             box_lo, box_hi = self.bottom[bi], self.top[bi]
         if len(qi) == 0:
-            return
-        centre = (m_lo + m_hi)[qi] * 0.5
-        ahead = (mv[qi] > 0) & (box_lo >= centre)
-        behind = (mv[qi] < 0) & (box_hi <= centre)
-        fwd = np.full(len(moving), np.inf)
-        np.minimum.at(fwd, qi[ahead], box_lo[ahead] - m_hi[qi[ahead]] - skin)
-        back = np.full(len(moving), -np.inf)
-        np.maximum.at(back, qi[behind], box_hi[behind] - m_lo[qi[behind]] + skin)
-        limit_fwd[moving] = np.minimum(limit_fwd[moving], fwd)
-        limit_back[moving] = np.maximum(limit_back[moving], back)
+            return np.zeros(0, np.int64), np.zeros(0)
+        c = centre[moving][qi]
+        ahead = (mv[qi] > 0) & (box_lo >= c)
+        behind = (mv[qi] < 0) & (box_hi <= c)
+        # Forward limits are minimised, backward ones maximised: one minimum over both
+        # with the backward ones negated.
+        limit = np.full(len(moving), np.inf)
+        np.minimum.at(limit, qi[ahead], box_lo[ahead] - m_hi[qi[ahead]] - skin)
+        np.minimum.at(limit, qi[behind], -(box_hi[behind] - m_lo[qi[behind]] + skin))
+        found = np.flatnonzero(limit < np.inf)
+        limit = limit[found]
+        back = mv[found] < 0
+        limit[back] = -limit[back]
+        return moving[found], limit
+
+    def _dense_limits(self, axis: str, c: np.ndarray, m_lo: np.ndarray, m_hi: np.ndarray,
+                      new_lo: np.ndarray, new_hi: np.ndarray, o_lo: np.ndarray,
+                      o_hi: np.ndarray, mv: np.ndarray,
+                      skin: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`stops` for few movers against few boxes: every (mover, box) pair as one
+        matrix, no pair lists. Returns (which movers stop, their limits)."""
+        if axis == "x":
+            b_lo, b_hi, b_olo, b_ohi = self.left, self.right, self.bottom, self.top
+        else:
+            b_lo, b_hi, b_olo, b_ohi = self.bottom, self.top, self.left, self.right
+        over = ((new_lo[:, None] < b_hi) & (new_hi[:, None] > b_lo)
+                & (o_lo[:, None] < b_ohi) & (o_hi[:, None] > b_olo))
+        fwd = mv > 0
+        ahead = over & fwd[:, None] & (b_lo >= c[:, None])
+        behind = over & ~fwd[:, None] & (b_hi <= c[:, None])  # (movers only: mv != 0)
+        limit = np.where(fwd, np.where(ahead, b_lo - m_hi[:, None] - skin, np.inf).min(axis=1),
+                         np.where(behind, b_hi - m_lo[:, None] + skin, -np.inf).max(axis=1))
+        found = np.flatnonzero(np.isfinite(limit))
+        return found, limit[found]
+
+    def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
+               other_hi: np.ndarray, move: np.ndarray, skin: float,
+               limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
+        """Lower ``limit_fwd`` / raise ``limit_back`` (moves along ``axis``, world units) of
+        boxes [lo, hi] x [other_lo, other_hi] moving by ``move``: :meth:`stops` with the
+        centre between lo and hi, spread out to one entry per box."""
+        rows, limit = self.stops(axis, (lo + hi) * 0.5, lo, hi, other_lo, other_hi, move,
+                                 skin)
+        spread_limits(rows, limit, move, limit_fwd, limit_back)
 
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:

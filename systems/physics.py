@@ -15,7 +15,8 @@ def gravity(world: World, dt: float) -> None:
     with world.query(Velocity, Gravity, readonly=(Gravity,)) as q:
         vel = q[Velocity]
         vel["y"] += q[Gravity]["ay"] * np.float32(dt)
-        np.maximum(vel["y"], -TERMINAL_SPEED, out=vel["y"])
+        # clip, not np.maximum: the same values, several times faster on a strided column
+        np.clip(vel["y"], -TERMINAL_SPEED, np.inf, out=vel["y"])
 
 
 def integrate(world: World, dt: float) -> None:

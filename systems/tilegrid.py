@@ -3,9 +3,11 @@
 Level geometry is made of boxes whose edges sit on whole world units (one geometry pixel
 each). Their union is a bitmap of solid cells; along each axis, the faces a moving box can
 hit are the ends of the runs of solid cells in its rows (for x) or columns (for y). For
-every row and every column position the tables hold the nearest run start at or after it
-and the nearest run end at or before it, so stopping a body costs one lookup per row it
-spans, whatever the number of static boxes.
+every row (and every pair of adjacent rows) and every column position the tables hold the
+nearest run start at or after it and the nearest run end at or before it, so stopping a
+body costs one lookup per direction (a body over more than two rows, one per row),
+whatever the number of static boxes. Lookups run over all moving bodies at once in reused
+scratch buffers; only the few bodies that reach a face go on to the limit arithmetic.
 
 The rule is the platformer collision rule of :mod:`systems.collision`, with runs as the
 boxes: moving forward, a run stops the body if its near face is at or beyond the body's
@@ -15,10 +17,15 @@ centre and the moved body reaches past it; the limit is that face minus ``SKIN``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
-MAX_CELLS = 1 << 22  # larger levels use the general grid: tables cost 16 bytes per cell
+from ecs_engine.systems.grid import spread_limits
+from ecs_engine.systems.scratch import Scratch
+
+MAX_CELLS = 1 << 22  # larger levels use the general grid: tables cost 32 bytes per cell
 
 
 def aligned_mask(left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
@@ -39,7 +46,7 @@ def _next_start(solid: np.ndarray, origin: float) -> np.ndarray:
     idx = np.where(start, np.arange(cols, dtype=np.float64), np.inf)
     out = np.full((rows, cols + 1), np.inf)
     out[:, :cols] = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
-    return (out + origin).astype(np.float32)
+    return out + origin
 
 
 def _prev_end(solid: np.ndarray, origin: float) -> np.ndarray:
@@ -50,7 +57,66 @@ def _prev_end(solid: np.ndarray, origin: float) -> np.ndarray:
     end[:, 1:] = solid
     end[:, 1:-1] &= ~solid[:, 1:]
     idx = np.where(end, np.arange(cols + 1, dtype=np.float64), -np.inf)
-    return (np.maximum.accumulate(idx, axis=1) + origin).astype(np.float32)
+    return np.maximum.accumulate(idx, axis=1) + origin
+
+
+def _pair_rows(table: np.ndarray, empty: float, nearest: Any) -> np.ndarray:
+    """Interleave single rows and adjacent pairs of rows of a (rows, cols) face table,
+    padded with an empty row on each side: row 2p is padded row p, row 2p + 1 the nearer
+    face of padded rows p and p + 1. A box over rows a..b (b - a <= 1) reads row a + b."""
+    rows, cols = table.shape
+    padded = np.full((rows + 2, cols), empty)
+    padded[1:-1] = table
+    out = np.empty((2 * rows + 3, cols), np.float32)  # whole coordinates: exact
+    out[0::2] = padded
+    out[1::2] = nearest(padded[:-1], padded[1:])
+    return out.reshape(-1)
+
+
+@dataclass(frozen=True)
+class _AxisTables:
+    """Face lookup for motion along one axis. Table rows run across the motion (one per
+    cell of the other axis), columns along it; see :func:`_pair_rows` for the row layout.
+
+    Both tables are read at the column of ``floor(centre)``: column ``j`` stands for world
+    coordinate ``k = origin + j - 1`` (``k = origin - 1`` and ``origin + width`` catch
+    everything beyond the grid). ``ends[j]`` is the nearest run end at or before ``k`` and
+    ``starts[j]`` the nearest run start at or after ``k + 1``, which is ``ceil(centre)``
+    unless the centre is a whole number (then the start at ``k`` itself counts too: read
+    ``starts[j - 1]``)."""
+
+    starts: np.ndarray  # flat float32 (+inf: none)
+    ends: np.ndarray  # flat float32 (-inf: none)
+    stride: int  # columns per table row (cells along the motion + 2)
+    origin: int  # world coordinate of the grid's first cell along the motion
+    across: int  # world coordinate of the first grid row across the motion
+    rows: int  # grid rows across the motion (without the padding)
+
+    @cached_property
+    def clip_lo(self) -> np.ndarray:
+        """Lower clip bounds of (first row, last row, floor(centre)) in world units."""
+        return np.array([[self.across - 1], [self.across - 1], [self.origin - 1]], np.float64)
+
+    @cached_property
+    def clip_hi(self) -> np.ndarray:
+        """Upper clip bounds of (first row, last row, floor(centre)) in world units."""
+        top = self.across + self.rows
+        return np.array([[top], [top], [self.origin + self.stride - 2]], np.float64)
+
+    @classmethod
+    def build(cls, solid: np.ndarray, origin: int, across: int) -> _AxisTables:
+        rows, cols = solid.shape
+        starts = np.full((rows, cols + 2), np.inf)
+        starts[:, :-1] = _next_start(solid, origin)
+        ends = np.full((rows, cols + 2), -np.inf)
+        ends[:, 1:] = _prev_end(solid, origin)
+        return cls(_pair_rows(starts, np.inf, np.minimum),
+                   _pair_rows(ends, -np.inf, np.maximum), cols + 2, origin, across, rows)
+
+    def single_row(self, padded_row: np.ndarray, col: np.ndarray,
+                   table: np.ndarray) -> np.ndarray:
+        """Faces of one padded row (0 = the empty row before the grid) per box."""
+        return table[2 * padded_row * self.stride + col]
 
 
 @dataclass(frozen=True)
@@ -63,12 +129,8 @@ class TileGrid:
     height: int
     solid: np.ndarray  # (height, width) bool
     prefix: np.ndarray  # (height + 1, width + 1) int32 summed-area table of ``solid``
-    x_next: np.ndarray  # (height, width + 1) float32, see _next_start
-    x_prev: np.ndarray  # (height, width + 1) float32, see _prev_end
-    y_next: np.ndarray  # (width, height + 1) float32: the same along columns
-    y_prev: np.ndarray  # (width, height + 1) float32
-    _x_faces: np.ndarray  # x_next stacked on -x_prev: one table for both directions
-    _y_faces: np.ndarray
+    _x: _AxisTables  # moving along x: rows are the grid's rows
+    _y: _AxisTables  # moving along y: rows are the grid's columns
 
     @classmethod
     def build(cls, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
@@ -79,8 +141,8 @@ class TileGrid:
             return None
         ox, oy = int(left.min()), int(bottom.min())
         width, height = int(right.max()) - ox, int(top.max()) - oy
-        if width * height > MAX_CELLS:
-            return None
+        if width * height > MAX_CELLS or max(abs(ox), abs(oy)) + width + height > 1 << 30:
+            return None  # (table indices are int32 arithmetic)
         x0, x1 = left.astype(np.int64) - ox, right.astype(np.int64) - ox
         y0, y1 = bottom.astype(np.int64) - oy, top.astype(np.int64) - oy
         # Paint every box at once: +1/-1 at its corners, then a 2D prefix sum.
@@ -92,10 +154,8 @@ class TileGrid:
         solid = marks.cumsum(axis=0).cumsum(axis=1)[:height, :width] > 0
         prefix = np.zeros((height + 1, width + 1), np.int32)
         prefix[1:, 1:] = solid.cumsum(axis=0, dtype=np.int32).cumsum(axis=1, dtype=np.int32)
-        x_next, x_prev = _next_start(solid, ox), _prev_end(solid, ox)
-        y_next, y_prev = _next_start(solid.T, oy), _prev_end(solid.T, oy)
-        return cls(ox, oy, width, height, solid, prefix, x_next, x_prev, y_next, y_prev,
-                   np.concatenate([x_next, -x_prev]), np.concatenate([y_next, -y_prev]))
+        return cls(ox, oy, width, height, solid, prefix, _AxisTables.build(solid, ox, oy),
+                   _AxisTables.build(solid.T, oy, ox))
 
     def _cells(self, lo: np.ndarray, hi: np.ndarray, origin: int) -> tuple[np.ndarray, ...]:
         """First and last cell index (inclusive) that the open intervals (lo, hi) overlap."""
@@ -105,57 +165,112 @@ class TileGrid:
         last = np.ceil(hi).astype(np.int64) - (origin + 1)
         return first, last
 
+    def stops(self, axis: str, centre: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              other_lo: np.ndarray, other_hi: np.ndarray, move: np.ndarray, skin: float,
+              scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The boxes [lo, hi] x [other_lo, other_hi] (centre ``centre`` along ``axis``)
+        moving by ``move`` whose moved box reaches a face of a run of solid cells in their
+        way: (rows, limit), each row once. Moving forward, the nearest run start at or
+        beyond the centre, if below ``hi + move``, gives limit ``face - hi - skin``;
+        backward, the nearest run end at or before the centre, if above ``lo + move``,
+        gives ``face - lo + skin``.
+
+        Every box costs one index and two table reads (one per direction) whatever its
+        size: the table row for a box over grid rows a..b is a + b, which holds the nearer
+        face of both rows when b = a + 1 (the few boxes over more rows, or none, are fixed
+        up after). Index arithmetic runs in float64 and int32 (cheap casts) in ``scratch``
+        buffers, so a call allocates only its (few) results."""
+        n = len(centre)
+        if n == 0:
+            return np.zeros(0, np.int64), np.zeros(0)
+        t = self._x if axis == "x" else self._y
+        s = scratch if scratch is not None else Scratch()
+        # Three rounded coordinates per box, clipped and cast in one call each: the first
+        # and last grid row across the motion that the open interval (other_lo, other_hi)
+        # overlaps (within the grid and its empty padding rows), and floor(centre) along
+        # the motion (within the table's columns).
+        f = s.get("tile.f", 3 * n).reshape(3, n)
+        np.floor(other_lo, out=f[0])
+        np.ceil(other_hi, out=f[1])
+        f[1] -= 1
+        np.floor(centre, out=f[2])
+        np.clip(f, t.clip_lo, t.clip_hi, out=f)
+        cells = s.get("tile.cells", 3 * n, np.int32).reshape(3, n)
+        np.copyto(cells, f, casting="unsafe")
+        first, last, col = cells
+        # Table row a + b for padded rows a, b; column relative to the padding column.
+        index32 = np.add(first, last, out=s.get("tile.index32", n, np.int32))
+        index32 *= t.stride
+        index32 += col
+        index32 += -2 * (t.across - 1) * t.stride - t.origin + 1
+        index = s.get("tile.index", n, np.int64)
+        np.copyto(index, index32)
+        face_fwd = s.get("tile.face_fwd", n, np.float32)
+        face_back = s.get("tile.face_back", n, np.float32)
+        np.take(t.starts, index, out=face_fwd, mode="wrap")
+        np.take(t.ends, index, out=face_back, mode="wrap")
+        # Fixed up after: whole-number centres (moving forward, a run starting at the centre
+        # counts: one more read) and the few boxes over no grid row or more than two (read
+        # again row by row).
+        span = np.subtract(last, first, out=s.get("tile.span", n, np.int32))  # rows - 1
+        special = np.greater(span.view(np.uint32), 1, out=s.get("tile.special", n, np.bool_))
+        special |= np.equal(f[2], centre, out=s.get("tile.whole", n, np.bool_))
+        odd = np.flatnonzero(special)
+        if len(odd):
+            over = span[odd].view(np.uint32) > 1
+            whole = odd[~over]  # a run starting at column floor(centre) = centre counts
+            whole = whole[f[2][whole] >= t.origin]  # (left of the grid: nothing to add)
+            face_fwd[whole] = t.starts[index[whole] - 1]
+            odd = odd[over]
+            if len(odd):
+                self._rows_one_by_one(t, odd, centre, first, span, face_fwd, face_back)
+        # Which boxes stop: reading the faces was the bulk; what follows is per stopper.
+        reach = s.get("tile.reach", n)
+        ahead = np.less(face_fwd, np.add(hi, move, out=reach), out=s.get("tile.ahead", n,
+                                                                          np.bool_))
+        behind = np.greater(face_back, np.add(lo, move, out=reach),
+                            out=s.get("tile.behind", n, np.bool_))
+        hit = np.flatnonzero(np.logical_or(ahead, behind, out=special))
+        wanted = move[hit]
+        fwd = hit[(wanted > 0) & ahead[hit]]
+        back = hit[(wanted < 0) & behind[hit]]
+        limit = np.concatenate([face_fwd[fwd].astype(np.float64) - hi[fwd] - skin,
+                                face_back[back].astype(np.float64) - lo[back] + skin])
+        return np.concatenate([fwd, back]), limit
+
+    @staticmethod
+    def _rows_one_by_one(t: _AxisTables, odd: np.ndarray, centre: np.ndarray,
+                         first: np.ndarray, span: np.ndarray, face_fwd: np.ndarray,
+                         face_back: np.ndarray) -> None:
+        """Faces of the boxes ``odd`` (over no grid row, or more than two) row by row.
+        ``span``: grid rows spanned - 1 (-1: none)."""
+        c = centre[odd]
+        end = t.origin + t.stride - 1
+        col_fwd = np.clip(np.ceil(c), t.origin, end).astype(np.int64) - t.origin
+        col_back = np.clip(np.floor(c), t.origin - 1, end - 1).astype(np.int64) - t.origin + 1
+        start = first[odd].astype(np.int64) - (t.across - 1)  # padded row
+        last = span[odd].astype(np.int64)  # rows beyond the first (-1: none)
+        best_fwd = np.full(len(odd), np.inf, np.float32)
+        best_back = np.full(len(odd), -np.inf, np.float32)
+        for j in range(int(last.max()) + 1):
+            on = np.flatnonzero(last >= j)
+            padded = start[on] + j
+            best_fwd[on] = np.minimum(best_fwd[on], t.single_row(padded, col_fwd[on], t.starts))
+            best_back[on] = np.maximum(best_back[on],
+                                       t.single_row(padded, col_back[on], t.ends))
+        face_fwd[odd] = best_fwd
+        face_back[odd] = best_back
+
     def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
                other_hi: np.ndarray, move: np.ndarray, skin: float,
                limit_fwd: np.ndarray, limit_back: np.ndarray) -> None:
         """Lower ``limit_fwd`` / raise ``limit_back`` (moves along ``axis``, world units) of
         the boxes [lo, hi] x [other_lo, other_hi] moving by ``move`` at the faces of the
-        runs of solid cells in their way.
-
-        Forward and backward movers go through one pass: the tables are stacked, with the
-        backward faces negated, so "nearest face" is a minimum for both."""
-        if len(lo) == 0:
-            return
-        if axis == "x":
-            table, origin, across_origin, n_across = (self._x_faces, self.origin_x,
-                                                      self.origin_y, self.height)
-        else:
-            table, origin, across_origin, n_across = (self._y_faces, self.origin_y,
-                                                      self.origin_x, self.width)
-        stride = self.width + 1 if axis == "x" else self.height + 1
-        back_offset = n_across * stride  # the negated run-end table follows the starts
-        forward = move > 0
-        centre = (lo + hi) * 0.5  # world units, rounded before the origin shift
-        # Forward: faces at or beyond the centre, columns >= ceil(centre); backward: faces
-        # at or before it, columns <= floor(centre) (none when that is left of the grid).
-        col = np.where(forward, np.ceil(centre), np.floor(centre)) - origin
-        nowhere = col < 0
-        np.clip(col, 0, stride - 1, out=col)
-        base = col.astype(np.int64)
-        base += np.where(forward, 0, back_offset)
-        first = np.floor(other_lo).astype(np.int64) - across_origin
-        last = np.ceil(other_hi).astype(np.int64) - (across_origin + 1)
-        np.maximum(first, 0, out=first)
-        np.minimum(last, n_across - 1, out=last)
-        flat = table.reshape(-1)
-        best = np.full(len(lo), np.inf, np.float32)
-        span = last - first  # rows beyond the first; most bodies span one or two rows
-        row = np.minimum(first, n_across - 1)
-        for j in range(2):
-            ok = span >= j
-            face = flat[np.where(ok, row + j, row) * stride + base]
-            np.minimum(best, np.where(ok, face, np.inf), out=best)
-        tall = np.flatnonzero(span >= 2)
-        for j in range(2, int(span.max(initial=0)) + 1):
-            tall = tall[span[tall] >= j]
-            face = flat[(row[tall] + j) * stride + base[tall]]
-            best[tall] = np.minimum(best[tall], face)
-        face = best.astype(np.float64)  # forward: the nearest run start
-        stop = forward & (face < hi + move)
-        np.minimum(limit_fwd, np.where(stop, face - hi - skin, np.inf), out=limit_fwd)
-        face = -face  # backward: the nearest run end (stored negated)
-        stop = (move < 0) & ~nowhere & (face > lo + move)
-        np.maximum(limit_back, np.where(stop, face - lo + skin, -np.inf), out=limit_back)
+        runs of solid cells in their way (:meth:`stops` with the centre between lo and
+        hi, spread out to one entry per box)."""
+        rows, limit = self.stops(axis, (lo + hi) * 0.5, lo, hi, other_lo, other_hi, move,
+                                 skin)
+        spread_limits(rows, limit, move, limit_fwd, limit_back)
 
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +37,7 @@ from ecs_engine.systems import (
     patrol,
     static_grid,
 )
+from ecs_engine.systems import grid as grid_module
 
 DT = 1 / 60
 
@@ -213,13 +217,16 @@ boxes = st.lists(st.tuples(st.integers(-20, 20), st.integers(-20, 20), st.intege
                            st.integers(1, 9)), min_size=0, max_size=25)
 
 
+@pytest.mark.parametrize("brute_force_pairs", [0, grid_module.BRUTE_FORCE_PAIRS],
+                         ids=["cells", "every-pair"])
 @settings(max_examples=60, deadline=None)
 @given(statics=boxes, queries=boxes, cell=st.sampled_from([1.0, 2.5, 4.0, 16.0]))
-def test_grid_pairs_match_brute_force(statics, queries, cell) -> None:
+def test_grid_pairs_match_brute_force(brute_force_pairs, statics, queries, cell) -> None:
     s = np.array(statics or np.zeros((0, 4)), np.float64).reshape(-1, 4)
     q = np.array(queries or np.zeros((0, 4)), np.float64).reshape(-1, 4) + 0.25
     grid = StaticGrid.build(s[:, 0], s[:, 1], s[:, 0] + s[:, 2], s[:, 1] + s[:, 3], cell=cell)
-    qi, bi = grid.pairs(q[:, 0], q[:, 1], q[:, 0] + q[:, 2], q[:, 1] + q[:, 3])
+    with mock.patch.object(grid_module, "BRUTE_FORCE_PAIRS", brute_force_pairs):
+        qi, bi = grid.pairs(q[:, 0], q[:, 1], q[:, 0] + q[:, 2], q[:, 1] + q[:, 3])
     got = set(zip(qi.tolist(), bi.tolist(), strict=True))
     want = {(i, j) for i in range(len(q)) for j in range(len(s))
             if q[i, 0] < s[j, 0] + s[j, 2] and q[i, 0] + q[i, 2] > s[j, 0]
