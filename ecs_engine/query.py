@@ -321,7 +321,7 @@ class Query:
                     # Dead after the block: a kept column that could still write would
                     # bypass change tracking (views derived inside the block are caught by
                     # the stores' outstanding-view check at the next snapshot or restore).
-                    arr.flags.writeable = False
+                    arr.setflags(write=False)
                 self._cache = {}
                 self._writable = []
                 self._gathered = None
@@ -394,10 +394,16 @@ class Query:
             raise KeyError(f"{schema_of(ctype).name} is not part of this query "
                            f"({', '.join(schema_of(t).name for t in plan.types)})")
         store = plan.store_of[ctype]
-        arr = store.data[rows]
         if ctype in plan.readonly:
-            arr.flags.writeable = False
-        elif rows.__class__ is slice:
+            if rows.__class__ is slice:
+                arr = store.frozen[rows]  # a slice of a read-only view is read-only
+            else:
+                arr = store.data[rows]
+                arr.flags.writeable = False
+            self._cache[ctype] = arr
+            return arr
+        arr = store.data[rows]
+        if rows.__class__ is slice:
             self._writable.append(arr)
             if rows.stop > rows.start:
                 store.touch_rows(rows.start, rows.stop)

@@ -69,6 +69,7 @@ class ComponentStore:
         self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
         self.owner: Group | None = None  # the Group that owns this store
         self.columns: dict[str, np.ndarray] = {}  # field name -> view of ``data`` (cached)
+        self.frozen: np.ndarray = self.data  # a read-only view of ``data`` (bound below)
         # name -> (column, converter, Python type, lowest, highest): a value of that type
         # within the bounds is stored exactly with no conversion.
         self.scalar_fields: dict[str, tuple[np.ndarray, Any, type, Any, Any]] = {}
@@ -78,6 +79,8 @@ class ComponentStore:
         """Cache one view per field: ``data[name]`` costs a view construction per call."""
         data = self.data
         self.columns = {name: data[name] for name in self.schema.field_names}
+        self.frozen = data.view()  # read-only: its slices are read-only views for free
+        self.frozen.flags.writeable = False
         # Records' fast path: one-value fields and their checked converters (ChildOf is
         # written only through world.set_parent, so it has none).
         exact = self.schema.exact_scalars if self.schema.name != "ChildOf" else {}
@@ -286,7 +289,7 @@ class ComponentStore:
         snapshots and restores treat every row as changed while any exists (every numpy
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
-        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns)
+        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 1  # frozen
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""
