@@ -159,16 +159,16 @@ def fall_out(world: World, dt: float) -> None:
     moving = having(Velocity)
     player = having(Player) & moving
     bouncer = having(Bouncer) & moving & ~player
-    if player.any():
+    if player.any():  # values written in place: no structural change
         start = world.resources.get("player_start") or [1.0, 1.0]
-        world.add_batch(fallen[player], Position(x=start[0], y=start[1]))
-        world.add_batch(fallen[player], Velocity(x=0.0, y=0.0))
+        world.set_batch(fallen[player], Position, {"x": start[0], "y": start[1]})
+        world.set_batch(fallen[player], Velocity, {"x": 0.0, "y": 0.0})
     n = int(np.count_nonzero(bouncer))
     if n:
         width, height = world.resources.get("level_size") or [2, 0]
         xs = world.rng.uniform(1.0, max(2.0, float(width) - 1.0), n)
-        world.add_batch(fallen[bouncer], Position(x=xs, y=float(height) + 2.0))
-        world.add_batch(fallen[bouncer], Velocity(x=0.0, y=0.0))
+        world.set_batch(fallen[bouncer], Position, {"x": xs, "y": float(height) + 2.0})
+        world.set_batch(fallen[bouncer], Velocity, {"x": 0.0, "y": 0.0})
     gone = fallen[~(having(Player) | having(Bouncer))]
     if len(gone):
         world.despawn_batch(gone)
