@@ -91,9 +91,10 @@ def fresh_world() -> World:
     return world
 
 
-def small_save() -> bytes:
+def small_save(version: int = savefile.FORMAT_VERSION) -> bytes:
+    """A save of ``build()`` in format ``version`` (1: one bin per field, 2: row bins)."""
     world, _ = build()
-    return bytes(world.snapshot().to_bytes())
+    return bytes(savefile.encode_snapshot(world.snapshot(), version=version))
 
 
 def load_bytes(world: World, data: bytes | bytearray | memoryview) -> None:
@@ -158,8 +159,8 @@ def forge(head: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
 
 
 def header(**changes: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": "ecs-engine-save", "version": 1, "engine": __version__,
-                           "size": AUTO}
+    out: dict[str, Any] = {"format": "ecs-engine-save", "version": savefile.FORMAT_VERSION,
+                           "engine": __version__, "size": AUTO}
     for k, v in changes.items():
         if v is None:
             out.pop(k)
@@ -174,9 +175,10 @@ def meta_with(change: Callable[[dict[str, Any]], None]) -> bytes:
     return forge(header(), meta)
 
 
-def test_forge_reproduces_a_real_save_exactly() -> None:
-    data = small_save()
-    assert forge(header(), base=data) == data
+@pytest.mark.parametrize("version", savefile.READ_VERSIONS)
+def test_forge_reproduces_a_real_save_exactly(version: int) -> None:
+    data = small_save(version)
+    assert forge(header(version=version), base=data) == data
 
 
 # -- round trips -----------------------------------------------------------------------
@@ -401,14 +403,19 @@ def test_every_truncation_is_rejected_and_changes_nothing() -> None:
             assert "header" in str(info.value)
 
 
-def test_truncation_message_names_the_part_cut() -> None:
-    data = small_save()
+@pytest.mark.parametrize("version", savefile.READ_VERSIONS)
+def test_truncation_message_names_the_part_cut(version: int) -> None:
+    data = small_save(version)
     items = parts(data)
     meta_end = len(savefile._header(0)) + len(msgpack.packb(items[1]))
     labels = ["slot generations", "slot alive flags", "slot free list"]
     for comp in items[1]["components"]:
         labels.append(f"component {comp['name']!r} entities")
-        labels += [f"component {comp['name']!r} field {f['name']!r}" for f in comp["fields"]]
+        if version == 1:
+            labels += [f"component {comp['name']!r} field {f['name']!r}"
+                       for f in comp["fields"]]
+        else:
+            labels.append(f"component {comp['name']!r} rows")
     assert "ends inside the header" in assert_rejected(data[:10])
     assert "inside the metadata" in assert_rejected(data[: meta_end - 1])
     end = meta_end
@@ -477,7 +484,8 @@ def test_trailing_bytes_are_rejected() -> None:
 
 
 @pytest.mark.parametrize(("changes", "match"), [
-    ({"version": 2}, "unsupported save format version 2"),
+    ({"version": 3}, "unsupported save format version 3"),
+    ({"version": 0}, "unsupported save format version 0"),
     ({"version": "1"}, "unsupported save format version '1'"),
     ({"version": True}, "unsupported save format version True"),
     ({"version": None}, "unsupported save format version None"),
@@ -555,7 +563,7 @@ DELETE = object()
     ("components.2.fields.0.shape", "x", "shape: expected list"),
     ("components.2.fields.0.shape", [1] * 9, "more than 8 dimensions"),
     ("components.2.fields.0.shape", [2**20, 2**20], "makes rows too large"),
-    ("components.2.fields.0.shape", [2], "holds 88 bytes, expected 176"),
+    ("components.2.fields.0.shape", [2], "'Pos' rows: the column holds 176 bytes, expected 264 \\(11 x 24-byte rows"),
     ("components.2.fields.0.extra", 1, r"unknown \['extra'\]"),
     ("groups", "Pos", "groups: expected list"),
     ("groups.0", "Pos", r"groups\[0\]: expected list"),
@@ -642,21 +650,28 @@ def test_hostile_columns() -> None:
                     "slot alive flags: a bool byte is neither 0 nor 1")
 
 
-def test_bool_field_bytes_must_be_zero_or_one() -> None:
-    data = small_save()
+@pytest.mark.parametrize("version", savefile.READ_VERSIONS)
+def test_bool_field_bytes_must_be_zero_or_one(version: int) -> None:
+    data = small_save(version)
     items = parts(data)
     names = [c["name"] for c in items[1]["components"]]
-    # bins: 3 slot columns, then per component: entities + fields
+    # bins: 3 slot columns, then per component: entities + fields (version 1) or entities
+    # + rows (version 2)
     index = 3
     for comp in items[1]["components"]:
         if comp["name"] == "Inventory":
-            index += 2  # entities, items; the next is 'full'
+            index += 2 if version == 1 else 1  # v1: entities, items; the next is 'full'
             break
-        index += 1 + len(comp["fields"])
+        index += 1 + (len(comp["fields"]) if version == 1 else 1)
     assert "Inventory" in names
     bins = items[2:-1]
-    bins[index] = b"\x05"
-    assert_rejected(forge(header(), bins=bins), "'Inventory' field 'full': a bool byte")
+    if version == 1:
+        bins[index] = b"\x05"
+    else:  # one row: items (2 x 3 uint16), then full
+        assert len(bins[index]) == 13
+        bins[index] = bins[index][:12] + b"\x05"
+    assert_rejected(forge(header(version=version), bins=bins, base=data),
+                    "'Inventory' field 'full': a bool byte")
 
 
 # -- inconsistent but well-formed files: validated before the world is touched ---------
@@ -716,10 +731,9 @@ def test_stores_that_disagree_with_the_slot_table_are_rejected() -> None:
 def test_bad_groups_are_rejected() -> None:
     data, meta, bins = _world_and_parts()
     swapped = np.frombuffer(bins[3], "<u8")[::-1].copy()  # Pos rows no longer aligned
-    pos_x = np.frombuffer(bins[4], "<f8")[::-1].copy()
-    pos_y = np.frombuffer(bins[5], "<f8")[::-1].copy()
-    forged = forge(header(), meta, [*bins[:3], swapped.tobytes(), pos_x.tobytes(),
-                                    pos_y.tobytes(), *bins[6:]])
+    pos_rows = np.frombuffer(bins[4], "<f8").reshape(-1, 2)[::-1].copy()  # x, y per row
+    forged = forge(header(), meta, [*bins[:3], swapped.tobytes(), pos_rows.tobytes(),
+                                    *bins[5:]])
     assert_rejected(forged, r"group \['Pos', 'Vel'\]: rows are not aligned")
     for groups, match in [([["Pos"]], "names unknown or repeated"),
                           ([["Pos", "Nope"]], "names unknown or repeated"),
