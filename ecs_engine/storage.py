@@ -248,6 +248,28 @@ class ComponentStore:
         self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
         self.touch_layout()
 
+    def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray) -> None:
+        """Replace every row (a load from a file): ``data`` (in the schema's dtype) and
+        ``entities`` are copied in; ``sparse`` (slot -> row, -1 elsewhere, at least as
+        long as the current index) is adopted as the index. Grows without copying the
+        rows it replaces."""
+        n = len(entities)
+        if n > self.capacity:
+            cap = max(n, 16)
+            self.data = np.zeros(cap, self.schema.dtype)
+            self.entities = np.zeros(cap, KEY_DTYPE)
+            self._bind_columns()
+            self.chunk_versions = np.full(-(-cap // CHUNK_ROWS), self.data_version, np.int64)
+        if len(sparse) < len(self.sparse):
+            raise ValueError(f"load_rows: an index for {len(sparse)} slots, the store has "
+                             f"{len(self.sparse)}")
+        copy_into(self.data[:n], data)
+        copy_into(self.entities[:n], entities.astype(KEY_DTYPE, copy=False))
+        self.sparse = sparse
+        self.n = n
+        self.group_size = 0
+        self.touch_layout()
+
     def views_outstanding(self) -> bool:
         """True while arrays that view ``data`` live outside the store: query columns kept
         past their block, ``live()`` views. They can write without moving the version, so
