@@ -38,6 +38,7 @@ from ecs_engine.savevalues import (
 from ecs_engine.slotmap import MAX_SLOTS, SlotTable
 
 if TYPE_CHECKING:
+    from ecs_engine.memcopy import BufferPool
     from ecs_engine.snapshot import Snapshot
 
 FORMAT_NAME = "ecs-engine-save"
@@ -564,12 +565,16 @@ def _body(buf: np.ndarray, pos: int, end: int, version: int) -> Snapshot:
                     tick=tick, rng_state=rng_state)
 
 
-def _checksum_ok(buf: np.ndarray) -> bool:
+def _checksum_ok(buf: np.ndarray, digest: int | None = None) -> bool:
+    """The stored checksum matches; ``digest``: xxh3_64 of ``buf[:-CHECKSUM_SIZE]`` if
+    the caller already computed it (while reading)."""
     end = len(buf) - CHECKSUM_SIZE
     if end < 0 or buf[end] != 0xCF:
         return False
     stored = int.from_bytes(buf[end + 1 :].tobytes(), "big")
-    return stored == xxhash.xxh3_64_intdigest(buf[:end].data)
+    if digest is None:
+        digest = xxhash.xxh3_64_intdigest(buf[:end].data)
+    return stored == digest
 
 
 def _where(buf: np.ndarray, pos: int, version: int) -> str:
@@ -612,10 +617,10 @@ def _header_of(buf: np.ndarray) -> tuple[int, int, int]:
     return _int_in(header["size"], 0, 1 << 63, "header size"), pos, version
 
 
-def _decode(buf: np.ndarray) -> Snapshot:
+def _decode(buf: np.ndarray, digest: int | None = None) -> Snapshot:
     size, pos, version = _header_of(buf)
     if size != len(buf):
-        if _checksum_ok(buf):
+        if _checksum_ok(buf, digest):
             raise SaveFileError(f"the header says the file has {size} bytes, it has "
                                 f"{len(buf)}")
         if len(buf) < size:
@@ -625,7 +630,7 @@ def _decode(buf: np.ndarray) -> Snapshot:
                             f"(the header says {size} bytes, the file has {len(buf)})")
     if size < pos + CHECKSUM_SIZE or buf[size - CHECKSUM_SIZE] != 0xCF:
         raise SaveFileError("damaged: the file does not end with a checksum")
-    if not _checksum_ok(buf):
+    if not _checksum_ok(buf, digest):
         raise SaveFileError("checksum mismatch: the file is damaged (a bit flipped or bytes "
                             "were overwritten)")
     return _body(buf, pos, size - CHECKSUM_SIZE, version)
@@ -645,20 +650,33 @@ def decode_snapshot(data: bytes | bytearray | memoryview) -> Snapshot:
     return _decode(buf if view.readonly else buf.copy())
 
 
-def read_file(path: str | os.PathLike[str]) -> Snapshot:
+READ_CHUNK = 1 << 21  # bytes read (and hashed while in cache) at a time
+
+
+def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> Snapshot:
     """Read and parse a save file (``OSError`` if it cannot be read, ``SaveFileError``
-    naming the file if it is bad)."""
-    with open(path, "rb") as f:
+    naming the file if it is bad).
+
+    The file is read in pieces that are hashed right after they arrive (while in cache),
+    into memory from ``pool`` when given (a world's pool: memory a dropped snapshot or an
+    earlier load used, which costs no page faults). The snapshot's columns are views into
+    that memory, so the pool reuses it only after the snapshot is gone.
+    """
+    with open(path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
-        buf = np.empty(size, np.uint8)
+        buf = pool.take(size) if pool is not None else np.empty(size, np.uint8)
+        hashed = max(0, size - CHECKSUM_SIZE)  # the checksum covers all but its own bytes
+        hasher = xxhash.xxh3_64()
         got = 0
         view = buf.data
         while got < size:
-            n = f.readinto(view[got:])
+            n = f.readinto(view[got : min(size, got + READ_CHUNK)])
             if not n:
                 break
+            if got < hashed:
+                hasher.update(view[got : min(got + n, hashed)])
             got += n
     try:
-        return _decode(buf[:got])
+        return _decode(buf[:got], hasher.intdigest() if got == size else None)
     except SaveFileError as exc:
         raise SaveFileError(f"{os.fspath(path)}: {exc}") from None

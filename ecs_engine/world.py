@@ -846,7 +846,7 @@ class World:
         from ecs_engine.prefab_fields import join, rederive
         from ecs_engine.savefile import read_file
 
-        snap, derived = join(read_file(path))
+        snap, derived = join(read_file(path, self._buffers))
         registry = prefabs if prefabs is not None else self.prefabs
         if registry is not None:
             types = {}
