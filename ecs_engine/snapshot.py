@@ -476,7 +476,6 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> Re
     from ecs_engine.hierarchy import BUILTIN_COMPONENTS
     from ecs_engine.migrate import find_saved_type, migrate_rows, unknown_component_hint
     from ecs_engine.savefile import SaveFileError
-    from ecs_engine.storage import key_slots_view
 
     if world._open_queries:
         raise RuntimeError("cannot restore while a query is open")
