@@ -40,6 +40,7 @@ from ecs_engine.slotmap import MAX_SLOTS, SlotTable
 if TYPE_CHECKING:
     from ecs_engine.memcopy import BufferPool
     from ecs_engine.snapshot import Snapshot
+    from ecs_engine.world import World
 
 FORMAT_NAME = "ecs-engine-save"
 FORMAT_VERSION = 2  # what the writer produces
@@ -216,14 +217,15 @@ class _Writer:
             if (src.dtype == col.dtype and src.flags.c_contiguous
                     and src.shape[1:] == col.shape):
                 flat = as_bytes(src)  # already the column's bytes: sent as they are
-                for at in range(0, flat.size, CHUNK):
+                if self.file is not None:  # one write call per array
+                    self._commit(flat)
+                    done += len(src)
+                    continue
+                for at in range(0, flat.size, CHUNK):  # copy, then hash while in cache
                     piece = flat[at : at + CHUNK]
-                    if self.file is None:  # copy, then hash while it is in cache
-                        space = self.buf[self.pos : self.pos + piece.size]
-                        np.copyto(space, piece)
-                        self._commit(space, in_place=True)
-                    else:
-                        self._commit(piece)
+                    space = self.buf[self.pos : self.pos + piece.size]
+                    np.copyto(space, piece)
+                    self._commit(space, in_place=True)
                 done += len(src)
                 continue
             for r in range(0, len(src), step):  # byte swaps, strided fields: gathered
@@ -293,6 +295,33 @@ def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
     through a link), fsyncs it, renames it over ``path`` and fsyncs the folder."""
     plan = _plan(snap)  # a resource that cannot be saved fails here, before any file exists
     write_atomic(path, lambda f: _encode(plan, f))
+
+
+def save_world(world: World, path: str | os.PathLike[str]) -> Snapshot:
+    """``world.save``: write the world to ``path`` atomically and return its snapshot.
+
+    The file is written straight from the live columns (no copy first); the snapshot the
+    caller gets is taken while the file is fsynced, so its copy overlaps the wait for the
+    disk. Nothing changes the world in between (this call runs to completion), so the
+    snapshot holds exactly the state in the file. Prefab-owned fields are stored only
+    where they differ from ``world.prefabs``' prefabs.
+    """
+    from ecs_engine.prefab_fields import split
+    from ecs_engine.snapshot import live_view
+
+    if world._open_queries:
+        raise RuntimeError("cannot save while a query is open")
+    view = live_view(world)
+    plans = [_plan(split(view, world.prefabs) if world.prefabs is not None else view)]
+    del view  # views of the stores live only as long as the plan: see below
+    taken: list[Snapshot] = []
+
+    def write(f: BinaryIO) -> None:
+        _encode(plans.pop(), f)  # the plan (and every view of a store) dies here, so the
+        # snapshot below does not count them as outstanding views
+
+    write_atomic(path, write, meanwhile=lambda: taken.append(world.snapshot()))
+    return taken[0]
 
 
 # -- reading ---------------------------------------------------------------------------

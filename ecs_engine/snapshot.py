@@ -287,6 +287,30 @@ def _index_live_keys(keys: np.ndarray, live: np.ndarray, sparse: np.ndarray) -> 
     return True
 
 
+def live_view(world: World) -> Snapshot:
+    """The world's current state as a snapshot of views into its live arrays (no copy):
+    for writing a save file straight from the columns. Valid only until the world
+    changes; never hand it out (``world.snapshot()`` makes the copy that stays valid)."""
+    group_of = {id(g) for g in world._groups}
+    stores = []
+    for ctype, store in world._stores.items():
+        in_group = store.owner is not None and id(store.owner) in group_of
+        stores.append(StoreSnapshot(store.schema.name, (store.data[: store.n],),
+                                    store.entities[: store.n],
+                                    store.group_size if in_group else 0, ctype=ctype))
+    slotmap = world._slots
+    hw = slotmap.high_water
+    return Snapshot(
+        stores=tuple(stores),
+        slots=SlotTable(slotmap.generations[:hw], slotmap.alive[:hw],
+                        slotmap.free[: slotmap.n_free]),
+        groups=tuple(tuple(s.schema.name for s in g.stores) for g in world._groups),
+        resources=world.resources,  # the writer converts it (to_wire) before writing
+        tick=world.tick,
+        rng_state=dict(world.rng.bit_generator.state),
+    )
+
+
 def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]
                       ) -> dict[str, np.ndarray]:
     """Check a snapshot from elsewhere (a file) is self-consistent before touching the world.

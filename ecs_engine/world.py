@@ -834,9 +834,9 @@ class World:
     def save(self, path: str | Path) -> Snapshot:
         """Snapshot and write it to ``path`` atomically; returns the snapshot. Prefab-owned
         fields are stored only where they differ from ``self.prefabs``' prefabs."""
-        snap = self.snapshot()
-        snap.save(path, prefabs=self.prefabs)
-        return snap
+        from ecs_engine.savefile import save_world
+
+        return save_world(self, path)
 
     def load(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> Snapshot:
         """Read a save file and restore it. Prefab-owned fields the save did not store are

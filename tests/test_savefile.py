@@ -196,6 +196,47 @@ def test_bytes_round_trip_restores_the_exact_state() -> None:
         assert q.aligned and len(q) == 10
 
 
+def test_world_save_writes_the_live_state_and_returns_an_equal_snapshot(
+        tmp_path: Path) -> None:
+    """world.save writes straight from the live columns and takes its snapshot while the
+    file is fsynced: the file, the returned snapshot and a fresh snapshot's bytes agree,
+    and the save leaves no view that would make the next snapshot copy everything."""
+    world, _ = build()
+    path = tmp_path / "live.sav"
+    snap = world.save(path)
+    again = world.snapshot()  # nothing changed: every store is shared with the save's
+    assert all(a.chunks[0] is b.chunks[0] for a, b in zip(snap.stores, again.stores,
+                                                          strict=True))
+    assert path.read_bytes() == bytes(snap.to_bytes()) == bytes(again.to_bytes())
+    other = fresh_world()
+    other.load(path)
+    assert world_state(other) == world_state(world)
+
+
+def test_world_save_refuses_while_a_query_is_open(tmp_path: Path) -> None:
+    world, _ = build()
+    with world.query(Pos) as _, pytest.raises(RuntimeError, match="query is open"):
+        world.save(tmp_path / "q.sav")
+    assert not (tmp_path / "q.sav").exists() and not list(tmp_path.iterdir())
+
+
+def test_work_during_the_fsync_that_fails_leaves_the_old_file(tmp_path: Path) -> None:
+    from ecs_engine.atomicfile import write_atomic
+
+    path = tmp_path / "slot.sav"
+    path.write_bytes(b"old")
+
+    def boom() -> None:
+        raise OSError("disk on fire")
+
+    with pytest.raises(OSError, match="disk on fire"):
+        write_atomic(path, lambda f: f.write(b"new"), meanwhile=boom)
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == [path.name]
+    ran: list[int] = []
+    write_atomic(path, lambda f: f.write(b"new"), meanwhile=lambda: ran.append(1))
+    assert path.read_bytes() == b"new" and ran == [1]
+
+
 def test_file_round_trip_keeps_references_stale_keys_and_future_keys(tmp_path: Path) -> None:
     world, keys = build()
     path = tmp_path / "slot1.sav"
