@@ -1,10 +1,13 @@
 """Save files: a snapshot as one msgpack stream with raw column bins and a checksum.
 
-The layout is documented byte by byte in ``SAVE_FORMAT.md``. Saving computes the size
-first, then streams the file front to back: small msgpack pieces, contiguous columns
-straight from the snapshot's arrays and fields of structured rows gathered through a small
-scratch buffer, hashing each piece while it is still in cache (``to_bytes`` fills one
-preallocated buffer the same way).
+The layout is documented byte by byte in ``SAVE_FORMAT.md``. Version 2 (written) stores
+each component's rows as one bin in the stores' own packed layout; version 1 (one bin per
+field) still reads. Saving computes the size first, then streams the file front to back:
+small msgpack pieces, then every column straight from the source arrays (a store's row
+buffers as they are; only byte swaps on big-endian machines go through a small scratch
+buffer), hashing as it goes (``to_bytes`` fills one preallocated buffer, hashing each piece
+while it is still in cache). ``world.save`` writes from the live columns and takes its
+snapshot while the file is fsynced (:func:`save_world`).
 Loading checks magic, version, size and checksum before parsing anything else, parses the
 metadata with a bounded ``msgpack.Unpacker`` and reads every column as a zero-copy view
 into the file's buffer. Nothing on load executes code, and no declared length can make it
