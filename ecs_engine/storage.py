@@ -250,9 +250,10 @@ class ComponentStore:
 
     def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray) -> None:
         """Replace every row (a load from a file): ``data`` (in the schema's dtype) and
-        ``entities`` are copied in; ``sparse`` (slot -> row, -1 elsewhere, at least as
-        long as the current index) is adopted as the index. Grows without copying the
-        rows it replaces."""
+        ``entities`` are copied in; ``sparse`` (slot -> row, -1 elsewhere) is adopted as
+        the index (extended with -1 if shorter than the current one). Grows without
+        copying the rows it replaces. Never raises for valid input: restores call it
+        after validation, when nothing may fail."""
         n = len(entities)
         if n > self.capacity:
             cap = max(n, 16)
@@ -261,8 +262,9 @@ class ComponentStore:
             self._bind_columns()
             self.chunk_versions = np.full(-(-cap // CHUNK_ROWS), self.data_version, np.int64)
         if len(sparse) < len(self.sparse):
-            raise ValueError(f"load_rows: an index for {len(sparse)} slots, the store has "
-                             f"{len(self.sparse)}")
+            longer = np.full(len(self.sparse), -1, np.int32)
+            longer[: len(sparse)] = sparse
+            sparse = longer
         copy_into(self.data[:n], data)
         copy_into(self.entities[:n], entities.astype(KEY_DTYPE, copy=False))
         self.sparse = sparse
