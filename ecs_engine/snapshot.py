@@ -255,6 +255,21 @@ def _slot_index(keys: np.ndarray) -> np.ndarray:
     return (keys.astype(np.uint64, copy=False) & np.uint64(SLOT_MASK)).view(np.int64)
 
 
+def _reindex(store: ComponentStore, keys: np.ndarray) -> None:
+    """Point ``store.sparse`` at ``keys`` as the store's new rows (its rows still hold the
+    old keys). Only rows whose key changed are touched: a restore after a little churn
+    moves a few rows, and keys that stayed in their row keep their index entries."""
+    old = store.entities[: store.n]
+    common = min(len(old), len(keys))
+    moved = np.flatnonzero(old[:common] != keys[:common])
+    # Clear every old key that left its row, then set every new key's row: a key that
+    # moved from one row to another is cleared first, then set.
+    store.sparse[_slot_index(old[moved])] = -1
+    store.sparse[_slot_index(old[common:])] = -1
+    store.sparse[_slot_index(keys[moved])] = moved.astype(np.int32)
+    store.sparse[_slot_index(keys[common:])] = np.arange(common, len(keys), dtype=np.int32)
+
+
 _BLOCK = 1 << 16  # rows per block of the key checks: temporaries stay in cache
 
 
@@ -554,11 +569,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> Re
                 copy_into(store.sparse[: len(s.sparse)], s.sparse)
                 store.sparse[len(s.sparse) : old_high_water] = -1
             else:
-                if store.n * 4 >= old_high_water:
-                    store.sparse[:old_high_water] = -1
-                else:
-                    store.sparse[_slot_index(store.entities[: store.n])] = -1
-                store.sparse[_slot_index(s.entities)] = np.arange(s.n, dtype=np.int32)
+                _reindex(store, s.entities)
             copy_into(store.entities[: s.n], s.entities)
             store.n = s.n
             store.layout_version = s.layout_version
