@@ -357,9 +357,16 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]
     # The live key of every slot. The free list holds exactly the dead slots (checked
     # above), so marking them is a scatter of the free list, not a pass over all slots;
     # they get a key no stored key can equal (its slot would be 2**32 - 1 >= hw).
-    live = table.generations.astype(np.uint64)
-    live <<= np.uint64(SLOT_BITS)
-    live |= np.arange(hw, dtype=np.uint64)
+    # Built in cache-sized blocks: no table-sized temporaries (an arange of every slot
+    # would be a fresh 8 MB array per million slots, page faults and all).
+    live = np.empty(hw, np.uint64)
+    numbers = np.arange(min(hw, _BLOCK), dtype=np.uint64)
+    for start in range(0, hw, _BLOCK):
+        part = live[start : start + _BLOCK]
+        np.left_shift(table.generations[start : start + _BLOCK], np.uint64(SLOT_BITS),
+                      out=part, dtype=np.uint64)
+        part |= numbers[: len(part)]
+        numbers += np.uint64(_BLOCK)
     live[free] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     capacity = world._slots.capacity  # what the slot map will have after the restore
     if hw > capacity:
