@@ -562,7 +562,8 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> Re
     world._groups = []
     snapped = set(types.values())
     for ctype, store in world._stores.items():
-        store.ensure_slots(capacity)
+        if own or ctype not in snapped:  # a loaded store adopts an index of this size
+            store.ensure_slots(capacity)
         if ctype not in snapped and store.n:
             store.clear()
     for s in snap.stores:

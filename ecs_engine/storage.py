@@ -257,8 +257,12 @@ class ComponentStore:
         n = len(entities)
         if n > self.capacity:
             cap = max(n, 16)
-            self.data = np.zeros(cap, self.schema.dtype)
-            self.entities = np.zeros(cap, KEY_DTYPE)
+            # np.empty: every row below n is written next, so zeroing them first (calloc
+            # on reused memory does) would be a wasted pass; the rest is zeroed below.
+            self.data = np.empty(cap, self.schema.dtype)
+            self.entities = np.empty(cap, KEY_DTYPE)
+            self.data[n:] = np.zeros(1, self.schema.dtype)
+            self.entities[n:] = 0
             self._bind_columns()
             self.chunk_versions = np.full(-(-cap // CHUNK_ROWS), self.data_version, np.int64)
         if len(sparse) < len(self.sparse):
