@@ -20,6 +20,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -124,12 +125,43 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> None:
+def _fsync_meanwhile(fd: int, meanwhile: Callable[[], object] | None) -> None:
+    """``os.fsync(fd)``; with ``meanwhile``, the fsync runs on a helper thread (it waits
+    for the disk without the GIL) while ``meanwhile()`` runs here. Both finish before
+    this returns; an error from either is raised (the fsync's first)."""
+    if meanwhile is None:
+        os.fsync(fd)
+        return
+    failure: list[BaseException] = []
+    syncing = threading.Event()
+
+    def sync() -> None:
+        syncing.set()
+        try:
+            os.fsync(fd)  # releases the GIL at once
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    helper = threading.Thread(target=sync, name="ecs-engine-fsync", daemon=True)
+    helper.start()
+    syncing.wait()  # else this thread may keep the GIL for a switch interval first
+    try:
+        meanwhile()
+    finally:
+        helper.join()
+    if failure:
+        raise failure[0]
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], object],
+                 meanwhile: Callable[[], object] | None = None) -> None:
     """Replace ``path`` with what ``write(file)`` writes, atomically: a crash at any point
     leaves the old file or the new one, and concurrent writers never mix their bytes.
 
     The new file keeps the old one's permission bits (a new path gets ``0o666 & ~umask``).
     If ``write`` raises, the target is untouched and the temp file removed.
+    ``meanwhile()`` (optional) runs while the file is fsynced, so CPU work overlaps the
+    wait for the disk; if it raises, the target is untouched too.
     """
     target = Path(path)
     folder = target.parent
@@ -143,7 +175,7 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], objec
             f.flush()
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, mode)
-            os.fsync(fd)
+            _fsync_meanwhile(fd, meanwhile)
         if fcntl is None:  # Windows cannot rename an open file (and has no sweep to race)
             os.close(fd)
             closed = True

@@ -1,10 +1,13 @@
 """Save files: a snapshot as one msgpack stream with raw column bins and a checksum.
 
-The layout is documented byte by byte in ``SAVE_FORMAT.md``. Saving computes the size
-first, then streams the file front to back: small msgpack pieces, contiguous columns
-straight from the snapshot's arrays and fields of structured rows gathered through a small
-scratch buffer, hashing each piece while it is still in cache (``to_bytes`` fills one
-preallocated buffer the same way).
+The layout is documented byte by byte in ``SAVE_FORMAT.md``. Version 2 (written) stores
+each component's rows as one bin in the stores' own packed layout; version 1 (one bin per
+field) still reads. Saving computes the size first, then streams the file front to back:
+small msgpack pieces, then every column straight from the source arrays (a store's row
+buffers as they are; only byte swaps on big-endian machines go through a small scratch
+buffer), hashing as it goes (``to_bytes`` fills one preallocated buffer, hashing each piece
+while it is still in cache). ``world.save`` writes from the live columns and takes its
+snapshot while the file is fsynced (:func:`save_world`).
 Loading checks magic, version, size and checksum before parsing anything else, parses the
 metadata with a bounded ``msgpack.Unpacker`` and reads every column as a zero-copy view
 into the file's buffer. Nothing on load executes code, and no declared length can make it
@@ -38,10 +41,13 @@ from ecs_engine.savevalues import (
 from ecs_engine.slotmap import MAX_SLOTS, SlotTable
 
 if TYPE_CHECKING:
+    from ecs_engine.memcopy import BufferPool
     from ecs_engine.snapshot import Snapshot
+    from ecs_engine.world import World
 
 FORMAT_NAME = "ecs-engine-save"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # what the writer produces
+READ_VERSIONS = (1, 2)  # what the reader accepts
 MAGIC = b"\xa6format\xafecs-engine-save"  # bytes 1..23: the header's first key and value
 HEADER_START = b"\x84" + MAGIC  # a fixmap of 4 entries, then MAGIC
 CHECKSUM_SIZE = 9  # msgpack uint64: 0xcf + 8 bytes big-endian
@@ -92,12 +98,12 @@ def _pad(pos: int, nbytes: int) -> int:
     return -(pos + len(_bin_header(nbytes))) % ALIGN
 
 
-def _header(total: int) -> bytes:
+def _header(total: int, version: int = FORMAT_VERSION) -> bytes:
     from ecs_engine import __version__
 
     packer = msgpack.Packer(use_bin_type=True)
     out = HEADER_START
-    out += packer.pack("version") + packer.pack(FORMAT_VERSION)
+    out += packer.pack("version") + packer.pack(version)
     out += packer.pack("engine") + packer.pack(__version__)
     return out + packer.pack("size") + struct.pack(">BQ", 0xCF, total)  # fixed width
 
@@ -113,7 +119,15 @@ def _field_columns(data: np.ndarray) -> Iterator[tuple[str, np.dtype, tuple[int,
         yield name, base, tuple(shape)
 
 
-def _meta(snap: Snapshot) -> tuple[dict[str, Any], list[tuple[_Column, list[np.ndarray]]]]:
+def _row_dtype(fields: Sequence[tuple[str, np.dtype, tuple[int, ...]]]) -> np.dtype:
+    """The packed, little-endian structured dtype of rows with ``fields`` (the in-memory
+    layout of a store's rows: fields back to back in declaration order, no padding)."""
+    return np.dtype([(name, base.newbyteorder("<"), shape) if shape
+                     else (name, base.newbyteorder("<")) for name, base, shape in fields])
+
+
+def _meta(snap: Snapshot, version: int = FORMAT_VERSION
+          ) -> tuple[dict[str, Any], list[tuple[_Column, list[np.ndarray]]]]:
     """The metadata map and the bulk columns (with their source arrays), in file order."""
     slots = snap.slots
     hw, nfree = len(slots.generations), len(slots.free)
@@ -126,14 +140,21 @@ def _meta(snap: Snapshot) -> tuple[dict[str, Any], list[tuple[_Column, list[np.n
     # Stores by name: the same state gives the same bytes whatever order the components
     # were registered in.
     for s in sorted(snap.stores, key=lambda s: s.name):
-        fields = []
+        layout = list(_field_columns(s.chunks[0]))
+        fields = [{"name": name, "dtype": wire_dtype(base), "shape": list(shape)}
+                  for name, base, shape in layout]
         columns.append((_Column(f"component {s.name!r} entities", KEY_DTYPE, s.n),
                         [s.entities]))
-        for name, base, shape in _field_columns(s.chunks[0]):
-            fields.append({"name": name, "dtype": wire_dtype(base), "shape": list(shape)})
-            columns.append((_Column(f"component {s.name!r} field {name!r}",
-                                    base.newbyteorder("<"), s.n, shape),
-                            [chunk[name] for chunk in s.chunks]))
+        # One bin of whole rows: the store's own bytes when it is packed and little-endian
+        # (always, for stores of this engine on little-endian machines), so the writer
+        # sends the snapshot's chunks as they are and the reader adopts the bytes as rows.
+        if version == 1:  # one bin per field
+            columns += [(_Column(f"component {s.name!r} field {name!r}",
+                                 base.newbyteorder("<"), s.n, shape),
+                         [chunk[name] for chunk in s.chunks]) for name, base, shape in layout]
+        else:
+            columns.append((_Column(f"component {s.name!r} rows", _row_dtype(layout), s.n),
+                            list(s.chunks)))
         components.append({"name": s.name, "count": s.n, "group_size": s.group_size,
                            "fields": fields})
     meta = {
@@ -196,14 +217,21 @@ class _Writer:
         step = max(1, CHUNK // row_bytes)
         done = 0
         for src in pieces:
-            if (self.file is not None and src.dtype == col.dtype and src.flags.c_contiguous
+            if (src.dtype == col.dtype and src.flags.c_contiguous
                     and src.shape[1:] == col.shape):
-                flat = as_bytes(src)  # already the column's bytes: no copy
-                for at in range(0, flat.size, CHUNK):
-                    self._commit(flat[at : at + CHUNK])
+                flat = as_bytes(src)  # already the column's bytes: sent as they are
+                if self.file is not None:  # one write call per array
+                    self._commit(flat)
+                    done += len(src)
+                    continue
+                for at in range(0, flat.size, CHUNK):  # copy, then hash while in cache
+                    piece = flat[at : at + CHUNK]
+                    space = self.buf[self.pos : self.pos + piece.size]
+                    np.copyto(space, piece)
+                    self._commit(space, in_place=True)
                 done += len(src)
                 continue
-            for r in range(0, len(src), step):
+            for r in range(0, len(src), step):  # byte swaps, strided fields: gathered
                 stop = min(len(src), r + step)
                 space = self._space((stop - r) * row_bytes)
                 np.copyto(space.view(col.dtype).reshape((stop - r, *col.shape)), src[r:stop])
@@ -231,32 +259,36 @@ class _Plan:
     size: int
     meta: bytes
     columns: list[tuple[_Column, list[np.ndarray]]]
+    version: int = FORMAT_VERSION
 
 
-def _plan(snap: Snapshot) -> _Plan:
-    meta, columns = _meta(snap)
+def _plan(snap: Snapshot, version: int = FORMAT_VERSION) -> _Plan:
+    if version not in READ_VERSIONS:
+        raise ValueError(f"cannot write save format version {version}")
+    meta, columns = _meta(snap, version)
     meta_bytes = msgpack.Packer(use_bin_type=True, strict_types=True).pack(meta)
     total = len(_header(0)) + len(meta_bytes)
     for col, _ in columns:
         total += _pad(total, col.nbytes) + len(_bin_header(col.nbytes)) + col.nbytes
-    return _Plan(total + CHECKSUM_SIZE, meta_bytes, columns)
+    return _Plan(total + CHECKSUM_SIZE, meta_bytes, columns, version)
 
 
 def _encode(plan: _Plan, file: BinaryIO | None = None) -> np.ndarray:
     """The save bytes: into a new buffer, or written to ``file``."""
     writer = _Writer(plan.size, file)
-    writer.put(_header(plan.size))
+    writer.put(_header(plan.size, plan.version))
     writer.put(plan.meta)
     for col, src in plan.columns:
         writer.put_column(col, src)
     return writer.finish()
 
 
-def encode_snapshot(snap: Snapshot) -> memoryview:
+def encode_snapshot(snap: Snapshot, *, version: int = FORMAT_VERSION) -> memoryview:
     """The snapshot as save-file bytes: a read-only memoryview over one fresh buffer
     (bytes-like; ``bytes(...)`` copies it). ``TypeError`` for resources that cannot be
-    saved, naming the offending entry."""
-    return _encode(_plan(snap)).data.toreadonly()
+    saved, naming the offending entry. ``version=1`` writes the old layout (one bin per
+    field), which every reader of this engine still loads."""
+    return _encode(_plan(snap, version)).data.toreadonly()
 
 
 def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
@@ -266,6 +298,33 @@ def write_file(path: str | os.PathLike[str], snap: Snapshot) -> None:
     through a link), fsyncs it, renames it over ``path`` and fsyncs the folder."""
     plan = _plan(snap)  # a resource that cannot be saved fails here, before any file exists
     write_atomic(path, lambda f: _encode(plan, f))
+
+
+def save_world(world: World, path: str | os.PathLike[str]) -> Snapshot:
+    """``world.save``: write the world to ``path`` atomically and return its snapshot.
+
+    The file is written straight from the live columns (no copy first); the snapshot the
+    caller gets is taken while the file is fsynced, so its copy overlaps the wait for the
+    disk. Nothing changes the world in between (this call runs to completion), so the
+    snapshot holds exactly the state in the file. Prefab-owned fields are stored only
+    where they differ from ``world.prefabs``' prefabs.
+    """
+    from ecs_engine.prefab_fields import split
+    from ecs_engine.snapshot import live_view
+
+    if world._open_queries:
+        raise RuntimeError("cannot save while a query is open")
+    view = live_view(world)
+    plans = [_plan(split(view, world.prefabs) if world.prefabs is not None else view)]
+    del view  # views of the stores live only as long as the plan: see below
+    taken: list[Snapshot] = []
+
+    def write(f: BinaryIO) -> None:
+        _encode(plans.pop(), f)  # the plan (and every view of a store) dies here, so the
+        # snapshot below does not count them as outstanding views
+
+    write_atomic(path, write, meanwhile=lambda: taken.append(world.snapshot()))
+    return taken[0]
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -327,13 +386,17 @@ def _read_bin(buf: np.ndarray, pos: int, end: int, col: _Column) -> tuple[np.nda
     length = int.from_bytes(buf[pos + 1 : pos + 1 + width].tobytes(), "big")
     start = pos + 1 + width
     if length != col.nbytes:
+        unit = (f"{col.dtype.itemsize}-byte rows" if col.dtype.names is not None
+                else f"{col.dtype.str}{list(col.shape) if col.shape else ''}")
         raise SaveFileError(f"{col.label}: the column holds {length} bytes, expected "
-                            f"{col.nbytes} ({col.rows} rows of {col.dtype.str}"
-                            f"{list(col.shape) if col.shape else ''})")
+                            f"{col.nbytes} ({col.rows} x {unit})")
     if start + length > end:
         raise SaveFileError(f"truncated: the {col.label} column (bytes {start}-"
                             f"{start + length}) runs past byte {end}")
-    view = buf[start : start + length].view(col.dtype).reshape((col.rows, *col.shape))
+    if col.dtype.itemsize == 0:  # a tag's rows: no bytes (numpy cannot view 0 bytes so)
+        view = np.empty((col.rows, *col.shape), col.dtype)
+    else:
+        view = buf[start : start + length].view(col.dtype).reshape((col.rows, *col.shape))
     view.flags.writeable = False
     return view, start + length
 
@@ -455,14 +518,17 @@ def _parse_layout(meta: Any) -> tuple[dict[str, Any], int, int, list[_Component]
     return meta, hw, nfree, _parse_components(meta)
 
 
-def _columns(hw: int, nfree: int, comps: list[_Component]) -> list[_Column]:
+def _columns(hw: int, nfree: int, comps: list[_Component], version: int) -> list[_Column]:
     cols = [_Column("slot generations", _SLOT_DTYPES[0], hw),
             _Column("slot alive flags", _SLOT_DTYPES[1], hw),
             _Column("slot free list", _SLOT_DTYPES[2], nfree)]
     for c in comps:
         cols.append(_Column(f"component {c.name!r} entities", KEY_DTYPE, c.count))
-        cols += [_Column(f"component {c.name!r} field {f!r}", dt, c.count, shape)
-                 for f, dt, shape in c.fields]
+        if version == 1:
+            cols += [_Column(f"component {c.name!r} field {f!r}", dt, c.count, shape)
+                     for f, dt, shape in c.fields]
+        else:
+            cols.append(_Column(f"component {c.name!r} rows", _row_dtype(c.fields), c.count))
     return cols
 
 
@@ -473,8 +539,14 @@ def _bools(arr: np.ndarray, where: str) -> np.ndarray:
 
 
 def _rows(comp: _Component, cols: list[np.ndarray]) -> np.ndarray:
-    """The component's structured rows, in the dtype it was saved with."""
-    dtype = np.dtype([(f, dt, shape) if shape else (f, dt) for f, dt, shape in comp.fields])
+    """The component's structured rows, in the dtype it was saved with (version 1: one
+    column per field, interleaved here; version 2: the one rows column, as it is)."""
+    dtype = _row_dtype(comp.fields)
+    if len(cols) == 1 and cols[0].dtype == dtype:  # version 2: the bytes are the rows
+        for fname, dt, _ in comp.fields:
+            if dt.kind == "b":
+                _bools(cols[0][fname], f"component {comp.name!r} field {fname!r}")
+        return cols[0]
     for (fname, dt, _), col in zip(comp.fields, cols, strict=True):
         if dt.kind == "b":
             _bools(col, f"component {comp.name!r} field {fname!r}")
@@ -488,7 +560,7 @@ def _rows(comp: _Component, cols: list[np.ndarray]) -> np.ndarray:
     return rows
 
 
-def _body(buf: np.ndarray, pos: int, end: int) -> Snapshot:
+def _body(buf: np.ndarray, pos: int, end: int, version: int) -> Snapshot:
     """Parse metadata and columns from ``buf[pos:end]`` (checksum already verified)."""
     from ecs_engine.snapshot import Snapshot, StoreSnapshot
 
@@ -503,7 +575,7 @@ def _body(buf: np.ndarray, pos: int, end: int) -> Snapshot:
         raise SaveFileError(str(exc)) from None
     rng_state = _parse_rng(meta["rng"])
     arrays = []
-    for col in _columns(hw, nfree, comps):
+    for col in _columns(hw, nfree, comps, version):
         arr, pos = _read_bin(buf, pos, end, col)
         arrays.append(arr)
     if pos != end:
@@ -517,37 +589,43 @@ def _body(buf: np.ndarray, pos: int, end: int) -> Snapshot:
     at = 3
     for c in comps:
         entities = arrays[at].astype(KEY_DTYPE, copy=False)
-        data = _rows(c, arrays[at + 1 : at + 1 + len(c.fields)])
-        at += 1 + len(c.fields)
+        width = len(c.fields) if version == 1 else 1
+        data = _rows(c, arrays[at + 1 : at + 1 + width])
+        at += 1 + width
         stores.append(StoreSnapshot(c.name, (data,), entities, c.group_size))
     return Snapshot(stores=tuple(stores), slots=slots, groups=groups, resources=resources,
                     tick=tick, rng_state=rng_state)
 
 
-def _checksum_ok(buf: np.ndarray) -> bool:
+def _checksum_ok(buf: np.ndarray, digest: int | None = None) -> bool:
+    """The stored checksum matches; ``digest``: xxh3_64 of ``buf[:-CHECKSUM_SIZE]`` if
+    the caller already computed it (while reading)."""
     end = len(buf) - CHECKSUM_SIZE
     if end < 0 or buf[end] != 0xCF:
         return False
     stored = int.from_bytes(buf[end + 1 :].tobytes(), "big")
-    return stored == xxhash.xxh3_64_intdigest(buf[:end].data)
+    if digest is None:
+        digest = xxhash.xxh3_64_intdigest(buf[:end].data)
+    return stored == digest
 
 
-def _where(buf: np.ndarray, pos: int) -> str:
+def _where(buf: np.ndarray, pos: int, version: int) -> str:
     """Which part of a save the end of the truncated ``buf`` falls in."""
     try:
         meta, at = _read_object(buf, pos, len(buf), "metadata")
         _, hw, nfree, comps = _parse_layout(meta)
     except SaveFileError:
         return "inside the metadata"
-    for col in _columns(hw, nfree, comps):
+    for col in _columns(hw, nfree, comps, version):
         at += _pad(at, col.nbytes) + len(_bin_header(col.nbytes)) + col.nbytes
         if len(buf) < at:
             return f"inside the {col.label} column"
     return "inside the checksum"
 
 
-def _header_of(buf: np.ndarray) -> tuple[int, int]:
-    """Check magic and version; return the declared file size and the header's end."""
+def _header_of(buf: np.ndarray) -> tuple[int, int, int]:
+    """Check magic and version; return the declared file size, the header's end and the
+    format version."""
     if len(buf) == 0:
         raise SaveFileError("the file is empty")
     n = min(len(buf), 1 + len(MAGIC))
@@ -561,33 +639,33 @@ def _header_of(buf: np.ndarray) -> tuple[int, int]:
     header, pos = _read_object(buf, 0, min(len(buf), 256), "header")
     _expect(header, dict, "header")
     version = header.get("version")
-    if version != FORMAT_VERSION or isinstance(version, bool):
+    if version not in READ_VERSIONS or isinstance(version, bool):
         raise SaveFileError(f"unsupported save format version {_short(version)} (this engine "
-                            f"reads version {FORMAT_VERSION})")
+                            f"reads versions {', '.join(map(str, READ_VERSIONS))})")
     header = _keys(header, _HEADER_KEYS, "header")
     if header["format"] != FORMAT_NAME:
         raise SaveFileError(f"not an ecs-engine save file (format {_short(header['format'])})")
     _expect(header["engine"], str, "header engine")
-    return _int_in(header["size"], 0, 1 << 63, "header size"), pos
+    return _int_in(header["size"], 0, 1 << 63, "header size"), pos, version
 
 
-def _decode(buf: np.ndarray) -> Snapshot:
-    size, pos = _header_of(buf)
+def _decode(buf: np.ndarray, digest: int | None = None) -> Snapshot:
+    size, pos, version = _header_of(buf)
     if size != len(buf):
-        if _checksum_ok(buf):
+        if _checksum_ok(buf, digest):
             raise SaveFileError(f"the header says the file has {size} bytes, it has "
                                 f"{len(buf)}")
         if len(buf) < size:
             raise SaveFileError(f"truncated: the file has {len(buf)} of its {size} bytes; it "
-                                f"ends {_where(buf, pos)}")
+                                f"ends {_where(buf, pos, version)}")
         raise SaveFileError(f"{len(buf) - size} unexpected bytes after the end of the save "
                             f"(the header says {size} bytes, the file has {len(buf)})")
     if size < pos + CHECKSUM_SIZE or buf[size - CHECKSUM_SIZE] != 0xCF:
         raise SaveFileError("damaged: the file does not end with a checksum")
-    if not _checksum_ok(buf):
+    if not _checksum_ok(buf, digest):
         raise SaveFileError("checksum mismatch: the file is damaged (a bit flipped or bytes "
                             "were overwritten)")
-    return _body(buf, pos, size - CHECKSUM_SIZE)
+    return _body(buf, pos, size - CHECKSUM_SIZE, version)
 
 
 def decode_snapshot(data: bytes | bytearray | memoryview) -> Snapshot:
@@ -604,20 +682,33 @@ def decode_snapshot(data: bytes | bytearray | memoryview) -> Snapshot:
     return _decode(buf if view.readonly else buf.copy())
 
 
-def read_file(path: str | os.PathLike[str]) -> Snapshot:
+READ_CHUNK = 1 << 21  # bytes read (and hashed while in cache) at a time
+
+
+def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> Snapshot:
     """Read and parse a save file (``OSError`` if it cannot be read, ``SaveFileError``
-    naming the file if it is bad)."""
-    with open(path, "rb") as f:
+    naming the file if it is bad).
+
+    The file is read in pieces that are hashed right after they arrive (while in cache),
+    into memory from ``pool`` when given (a world's pool: memory a dropped snapshot or an
+    earlier load used, which costs no page faults). The snapshot's columns are views into
+    that memory, so the pool reuses it only after the snapshot is gone.
+    """
+    with open(path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
-        buf = np.empty(size, np.uint8)
+        buf = pool.take(size) if pool is not None else np.empty(size, np.uint8)
+        hashed = max(0, size - CHECKSUM_SIZE)  # the checksum covers all but its own bytes
+        hasher = xxhash.xxh3_64()
         got = 0
         view = buf.data
         while got < size:
-            n = f.readinto(view[got:])
+            n = f.readinto(view[got : min(size, got + READ_CHUNK)])
             if not n:
                 break
+            if got < hashed:
+                hasher.update(view[got : min(got + n, hashed)])
             got += n
     try:
-        return _decode(buf[:got])
+        return _decode(buf[:got], hasher.intdigest() if got == size else None)
     except SaveFileError as exc:
         raise SaveFileError(f"{os.fspath(path)}: {exc}") from None

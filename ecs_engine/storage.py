@@ -283,6 +283,34 @@ class ComponentStore:
         self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
         self.touch_layout()
 
+    def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray) -> None:
+        """Replace every row (a load from a file): ``data`` (in the schema's dtype) and
+        ``entities`` are copied in; ``sparse`` (slot -> row, -1 elsewhere) is adopted as
+        the index (extended with -1 if shorter than the current one). Grows without
+        copying the rows it replaces. Never raises for valid input: restores call it
+        after validation, when nothing may fail."""
+        n = len(entities)
+        if n > self.capacity:
+            cap = max(n, 16)
+            # np.empty: every row below n is written next, so zeroing them first (calloc
+            # on reused memory does) would be a wasted pass; the rest is zeroed below.
+            self.data = np.empty(cap, self.schema.dtype)
+            self.entities = np.empty(cap, KEY_DTYPE)
+            self.data[n:] = np.zeros(1, self.schema.dtype)
+            self.entities[n:] = 0
+            self._bind_columns()
+            self.chunk_versions = np.full(-(-cap // CHUNK_ROWS), self.data_version, np.int64)
+        if len(sparse) < len(self.sparse):
+            longer = np.full(len(self.sparse), -1, np.int32)
+            longer[: len(sparse)] = sparse
+            sparse = longer
+        copy_into(self.data[:n], data)
+        copy_into(self.entities[:n], entities.astype(KEY_DTYPE, copy=False))
+        self.sparse = sparse
+        self.n = n
+        self.group_size = 0
+        self.touch_layout()
+
     def views_outstanding(self) -> bool:
         """True while arrays that view ``data`` live outside the store: query columns kept
         past their block, ``live()`` views. They can write without moving the version, so

@@ -857,9 +857,9 @@ class World:
     def save(self, path: str | Path) -> Snapshot:
         """Snapshot and write it to ``path`` atomically; returns the snapshot. Prefab-owned
         fields are stored only where they differ from ``self.prefabs``' prefabs."""
-        snap = self.snapshot()
-        snap.save(path, prefabs=self.prefabs)
-        return snap
+        from ecs_engine.savefile import save_world
+
+        return save_world(self, path)
 
     def load(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> Snapshot:
         """Read a save file and restore it. Prefab-owned fields the save did not store are
@@ -869,7 +869,7 @@ class World:
         from ecs_engine.prefab_fields import join, rederive
         from ecs_engine.savefile import read_file
 
-        snap, derived = join(read_file(path))
+        snap, derived = join(read_file(path, self._buffers))
         registry = prefabs if prefabs is not None else self.prefabs
         if registry is not None:
             types = {}

@@ -91,9 +91,10 @@ def fresh_world() -> World:
     return world
 
 
-def small_save() -> bytes:
+def small_save(version: int = savefile.FORMAT_VERSION) -> bytes:
+    """A save of ``build()`` in format ``version`` (1: one bin per field, 2: row bins)."""
     world, _ = build()
-    return bytes(world.snapshot().to_bytes())
+    return bytes(savefile.encode_snapshot(world.snapshot(), version=version))
 
 
 def load_bytes(world: World, data: bytes | bytearray | memoryview) -> None:
@@ -158,8 +159,8 @@ def forge(head: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
 
 
 def header(**changes: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": "ecs-engine-save", "version": 1, "engine": __version__,
-                           "size": AUTO}
+    out: dict[str, Any] = {"format": "ecs-engine-save", "version": savefile.FORMAT_VERSION,
+                           "engine": __version__, "size": AUTO}
     for k, v in changes.items():
         if v is None:
             out.pop(k)
@@ -174,9 +175,10 @@ def meta_with(change: Callable[[dict[str, Any]], None]) -> bytes:
     return forge(header(), meta)
 
 
-def test_forge_reproduces_a_real_save_exactly() -> None:
-    data = small_save()
-    assert forge(header(), base=data) == data
+@pytest.mark.parametrize("version", savefile.READ_VERSIONS)
+def test_forge_reproduces_a_real_save_exactly(version: int) -> None:
+    data = small_save(version)
+    assert forge(header(version=version), base=data) == data
 
 
 # -- round trips -----------------------------------------------------------------------
@@ -192,6 +194,64 @@ def test_bytes_round_trip_restores_the_exact_state() -> None:
     assert [tuple(s.schema.name for s in g.stores) for g in other._groups] == [("Pos", "Vel")]
     with other.query(Pos, Vel) as q:
         assert q.aligned and len(q) == 10
+
+
+def test_world_save_writes_the_live_state_and_returns_an_equal_snapshot(
+        tmp_path: Path) -> None:
+    """world.save writes straight from the live columns and takes its snapshot while the
+    file is fsynced: the file, the returned snapshot and a fresh snapshot's bytes agree,
+    and the save leaves no view that would make the next snapshot copy everything."""
+    world, _ = build()
+    path = tmp_path / "live.sav"
+    snap = world.save(path)
+    again = world.snapshot()  # nothing changed: every store is shared with the save's
+    assert all(a.chunks[0] is b.chunks[0] for a, b in zip(snap.stores, again.stores,
+                                                          strict=True))
+    assert path.read_bytes() == bytes(snap.to_bytes()) == bytes(again.to_bytes())
+    other = fresh_world()
+    other.load(path)
+    assert world_state(other) == world_state(world)
+
+
+def test_world_save_refuses_while_a_query_is_open(tmp_path: Path) -> None:
+    world, _ = build()
+    with world.query(Pos) as _, pytest.raises(RuntimeError, match="query is open"):
+        world.save(tmp_path / "q.sav")
+    assert not (tmp_path / "q.sav").exists() and not list(tmp_path.iterdir())
+
+
+def test_work_during_the_fsync_that_fails_leaves_the_old_file(tmp_path: Path) -> None:
+    from ecs_engine.atomicfile import write_atomic
+
+    path = tmp_path / "slot.sav"
+    path.write_bytes(b"old")
+
+    def boom() -> None:
+        raise OSError("disk on fire")
+
+    with pytest.raises(OSError, match="disk on fire"):
+        write_atomic(path, lambda f: f.write(b"new"), meanwhile=boom)
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == [path.name]
+    ran: list[int] = []
+    write_atomic(path, lambda f: f.write(b"new"), meanwhile=lambda: ran.append(1))
+    assert path.read_bytes() == b"new" and ran == [1]
+
+
+def test_versions_1_and_2_hold_the_same_state() -> None:
+    """The old layout (a bin per field) and the new one (a bin of rows) load into the same
+    world, and saving that world again gives the version-2 bytes."""
+    world, _ = build()
+    snap = world.snapshot()
+    v1, v2 = (bytes(encode_snapshot(snap, version=v)) for v in (1, 2))
+    assert v1 != v2 and v1[32] == 1 and v2[32] == 2  # the version byte of the header
+    states = []
+    for data in (v1, v2):
+        other = fresh_world()
+        load_bytes(other, data)
+        check_invariants(other)
+        states.append(world_state(other))
+        assert bytes(other.snapshot().to_bytes()) == v2
+    assert states[0] == states[1] == world_state(world)
 
 
 def test_file_round_trip_keeps_references_stale_keys_and_future_keys(tmp_path: Path) -> None:
@@ -401,14 +461,19 @@ def test_every_truncation_is_rejected_and_changes_nothing() -> None:
             assert "header" in str(info.value)
 
 
-def test_truncation_message_names_the_part_cut() -> None:
-    data = small_save()
+@pytest.mark.parametrize("version", savefile.READ_VERSIONS)
+def test_truncation_message_names_the_part_cut(version: int) -> None:
+    data = small_save(version)
     items = parts(data)
     meta_end = len(savefile._header(0)) + len(msgpack.packb(items[1]))
     labels = ["slot generations", "slot alive flags", "slot free list"]
     for comp in items[1]["components"]:
         labels.append(f"component {comp['name']!r} entities")
-        labels += [f"component {comp['name']!r} field {f['name']!r}" for f in comp["fields"]]
+        if version == 1:
+            labels += [f"component {comp['name']!r} field {f['name']!r}"
+                       for f in comp["fields"]]
+        else:
+            labels.append(f"component {comp['name']!r} rows")
     assert "ends inside the header" in assert_rejected(data[:10])
     assert "inside the metadata" in assert_rejected(data[: meta_end - 1])
     end = meta_end
@@ -477,7 +542,8 @@ def test_trailing_bytes_are_rejected() -> None:
 
 
 @pytest.mark.parametrize(("changes", "match"), [
-    ({"version": 2}, "unsupported save format version 2"),
+    ({"version": 3}, "unsupported save format version 3"),
+    ({"version": 0}, "unsupported save format version 0"),
     ({"version": "1"}, "unsupported save format version '1'"),
     ({"version": True}, "unsupported save format version True"),
     ({"version": None}, "unsupported save format version None"),
@@ -555,7 +621,8 @@ DELETE = object()
     ("components.2.fields.0.shape", "x", "shape: expected list"),
     ("components.2.fields.0.shape", [1] * 9, "more than 8 dimensions"),
     ("components.2.fields.0.shape", [2**20, 2**20], "makes rows too large"),
-    ("components.2.fields.0.shape", [2], "holds 88 bytes, expected 176"),
+    ("components.2.fields.0.shape", [2],
+     r"'Pos' rows: the column holds 176 bytes, expected 264 \(11 x 24-byte rows"),
     ("components.2.fields.0.extra", 1, r"unknown \['extra'\]"),
     ("groups", "Pos", "groups: expected list"),
     ("groups.0", "Pos", r"groups\[0\]: expected list"),
@@ -642,21 +709,28 @@ def test_hostile_columns() -> None:
                     "slot alive flags: a bool byte is neither 0 nor 1")
 
 
-def test_bool_field_bytes_must_be_zero_or_one() -> None:
-    data = small_save()
+@pytest.mark.parametrize("version", savefile.READ_VERSIONS)
+def test_bool_field_bytes_must_be_zero_or_one(version: int) -> None:
+    data = small_save(version)
     items = parts(data)
     names = [c["name"] for c in items[1]["components"]]
-    # bins: 3 slot columns, then per component: entities + fields
+    # bins: 3 slot columns, then per component: entities + fields (version 1) or entities
+    # + rows (version 2)
     index = 3
     for comp in items[1]["components"]:
         if comp["name"] == "Inventory":
-            index += 2  # entities, items; the next is 'full'
+            index += 2 if version == 1 else 1  # v1: entities, items; the next is 'full'
             break
-        index += 1 + len(comp["fields"])
+        index += 1 + (len(comp["fields"]) if version == 1 else 1)
     assert "Inventory" in names
     bins = items[2:-1]
-    bins[index] = b"\x05"
-    assert_rejected(forge(header(), bins=bins), "'Inventory' field 'full': a bool byte")
+    if version == 1:
+        bins[index] = b"\x05"
+    else:  # one row: items (2 x 3 uint16), then full
+        assert len(bins[index]) == 13
+        bins[index] = bins[index][:12] + b"\x05"
+    assert_rejected(forge(header(version=version), bins=bins, base=data),
+                    "'Inventory' field 'full': a bool byte")
 
 
 # -- inconsistent but well-formed files: validated before the world is touched ---------
@@ -716,10 +790,9 @@ def test_stores_that_disagree_with_the_slot_table_are_rejected() -> None:
 def test_bad_groups_are_rejected() -> None:
     data, meta, bins = _world_and_parts()
     swapped = np.frombuffer(bins[3], "<u8")[::-1].copy()  # Pos rows no longer aligned
-    pos_x = np.frombuffer(bins[4], "<f8")[::-1].copy()
-    pos_y = np.frombuffer(bins[5], "<f8")[::-1].copy()
-    forged = forge(header(), meta, [*bins[:3], swapped.tobytes(), pos_x.tobytes(),
-                                    pos_y.tobytes(), *bins[6:]])
+    pos_rows = np.frombuffer(bins[4], "<f8").reshape(-1, 2)[::-1].copy()  # x, y per row
+    forged = forge(header(), meta, [*bins[:3], swapped.tobytes(), pos_rows.tobytes(),
+                                    *bins[5:]])
     assert_rejected(forged, r"group \['Pos', 'Vel'\]: rows are not aligned")
     for groups, match in [([["Pos"]], "names unknown or repeated"),
                           ([["Pos", "Nope"]], "names unknown or repeated"),

@@ -243,7 +243,10 @@ def check_queries(world: World) -> None:
 @pytest.mark.filterwarnings("ignore::ecs_engine.SchemaChangeWarning")
 def test_structural_mutations_of_checksummed_saves_are_rejected_or_load_sound() -> None:
     rng = random.Random(SEED)
-    bases = [bytes(make_world(seed).snapshot().to_bytes()) for seed in range(4)]
+    # Both layouts the reader accepts: version 2 (a bin of rows per component, what the
+    # engine writes) and version 1 (a bin per field, old saves).
+    bases = [bytes(savefile.encode_snapshot(make_world(seed).snapshot(), version=version))
+             for seed in range(4) for version in savefile.READ_VERSIONS]
     outcomes: Counter[str] = Counter()
     for round_no in range(ROUNDS):
         base = bases[round_no % len(bases)]
@@ -285,6 +288,8 @@ def test_structural_mutations_of_checksummed_saves_are_rejected_or_load_sound() 
             assert world_state(again) == world_state(world)
         except AssertionError as exc:
             pytest.fail(f"round {round_no} {done}: loaded an unsound world: {exc!r}")
+        outcomes[f"loaded v{header['version']}"] += 1
     print(f"\nsave fuzz: {ROUNDS} rounds, seed {SEED}: {dict(outcomes)}")
     assert outcomes["rejected"] > ROUNDS // 3
     assert outcomes["loaded mutated"] > ROUNDS // 50  # harmless changes (values) load
+    assert all(outcomes[f"loaded v{v}"] > ROUNDS // 50 for v in savefile.READ_VERSIONS)
