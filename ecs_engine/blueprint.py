@@ -263,16 +263,7 @@ def _resolve(world: World, bp: Blueprint) -> _Plan:
             raise SaveFileError(f"unknown component {s.name!r}: register its type first "
                                 f"(world.register({s.name}))")
         ctypes.append(ctype)
-    new_names: dict[str, type] = {}
-    for ctype in ctypes:  # name clashes fail here, before any change
-        if ctype not in world._stores:
-            name = schema_of(ctype).name
-            other = world._types_by_name.get(name) or new_names.setdefault(name, ctype)
-            if other is not ctype:
-                raise TypeError(f"two component types are named {name!r} "
-                                f"({other.__module__}.{other.__qualname__} and "
-                                f"{ctype.__module__}.{ctype.__qualname__}); pin distinct "
-                                f"names with @component(name=...)")
+    world._check_type_names(ctypes, "instantiate")  # name clashes: before any change
     key = tuple(ctypes)
     plan = bp._plans.get(key)
     if plan is None:

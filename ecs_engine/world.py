@@ -132,9 +132,12 @@ class World:
     def _check_new_types(self, comps: Sequence[Any], op: str) -> None:
         """Name clashes among the call's new component types (with the world's or with
         each other) fail before any store is created: a refused call registers nothing."""
+        self._check_type_names([type(comp) for comp in comps], op)
+
+    def _check_type_names(self, ctypes: Sequence[type], op: str) -> None:
+        """``_check_new_types`` for component types."""
         names: dict[str, type] = {}
-        for comp in comps:
-            ctype = type(comp)
+        for ctype in ctypes:
             if ctype in self._stores:
                 continue
             name = schema_of(ctype).name
