@@ -295,7 +295,10 @@ class Game:
         if prefabs is None:  # the stock prefabs know the stock editor names too
             prefabs, names = stock_prefabs(), stock_editor_names() if names is None else names
         self.prefabs = prefabs
-        self.world = World(seed=seed)
+        # The stock systems group the moving-body columns themselves; with no incidental
+        # groups, Sprite stays free and follows that group, so the animation queries over
+        # every body are views (a (Sprite, Health) group would make them gather).
+        self.world = World(seed=seed, auto_group=False)
         # Every type known by name up front: a save file may hold stores (projectiles,
         # bouncers) this world has not created yet.
         self.world.register(*ALL_COMPONENTS)

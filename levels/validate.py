@@ -211,7 +211,7 @@ def _validate_one(package: LevelPackage, config: ValidateConfig,
         root = Path(tmp)
         try:
             entry = unpack_level(package, root)
-            world = World(seed=config.seed)
+            world = World(seed=config.seed, auto_group=False)  # as the demo's (see Game)
             summary = load_level(world, entry, prefabs,
                                  method=config.method)  # type: ignore[arg-type]
             row["entities"] = len(world)
