@@ -20,7 +20,6 @@ from ecs_engine.component import ComponentBase, component_values, detached, sche
 from ecs_engine.entity import (
     KEY_DTYPE,
     NULL,
-    SLOT_BITS,
     SLOT_MASK,
     Entity,
     KeyLike,
@@ -545,11 +544,9 @@ class World:
         silently). For many entities, use a query."""
         store = self._stores.get(ctype)
         if type(entity) is int and store is not None and not self._pending_despawn:
-            slots = self._slots  # the common case, checked without numpy scalars
+            slots = self._slots  # the common case: one index lookup, handed to the Record
             slot = entity & SLOT_MASK
-            if (0 <= entity and slot < slots.high_water and slot < len(store.sparse)
-                    and slots.generations.item(slot) == entity >> SLOT_BITS
-                    and slots.alive.item(slot)):
+            if slots.is_alive(entity) and slot < len(store.sparse):
                 row = store.sparse.item(slot)
                 if row >= 0:
                     return Record(store, entity, slots, row)
