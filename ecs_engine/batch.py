@@ -14,7 +14,7 @@ import numpy as np
 
 from ecs_engine.component import ComponentBase, ComponentSchema, component_values, schema_of
 from ecs_engine.entity import KEY_DTYPE, as_keys, format_key, key_slots
-from ecs_engine.record import PARENT_LINK
+from ecs_engine.storage import PARENT_LINK
 
 if TYPE_CHECKING:
     from ecs_engine.storage import ComponentStore

@@ -126,6 +126,7 @@ class QueryPlan:
             return
         if not excluded and self._within_group():
             return
+
         def skipped(store: ComponentStore) -> int:
             """Leading rows no match can be in: a group's prefix, when its members all
             have a type the query excludes."""
@@ -329,7 +330,7 @@ class Query:
             world._open_queries -= 1
             if not world._open_queries and world._deferred:
                 world._flush()
-        if exc is not None and isinstance(exc, ValueError):
+        if isinstance(exc, ValueError):
             clearer = self._explain(exc)
             if clearer is not None:
                 raise clearer from exc
@@ -403,12 +404,11 @@ class Query:
             self._cache[ctype] = arr
             return arr
         arr = store.data[rows]
+        self._writable.append(arr)
         if rows.__class__ is slice:
-            self._writable.append(arr)
             if rows.stop > rows.start:
                 store.touch_rows(rows.start, rows.stop)
         else:
-            self._writable.append(arr)
             if self._gathered is None:
                 self._gathered = {}
             self._gathered[ctype] = (arr, arr.copy())

@@ -8,15 +8,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecs_engine.entity import KeyLike, format_key, key_slot, key_str
-from ecs_engine.storage import CHUNK_ROWS
+from ecs_engine.storage import CHUNK_ROWS, PARENT_LINK
 
 if TYPE_CHECKING:
     from ecs_engine.slotmap import SlotMap
     from ecs_engine.storage import ComponentStore
 
 
-PARENT_LINK = "ChildOf"
-"""The hierarchy's component: only ``world.set_parent`` writes it (cycle and depth checks)."""
 
 
 class Record:

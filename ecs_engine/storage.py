@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # group.py imports this module
     from ecs_engine.group import Group
 
 CHUNK_ROWS = 32768  # rows per versioned chunk: snapshots share unchanged chunks
+PARENT_LINK = "ChildOf"
+"""The hierarchy's component: only ``world.set_parent`` writes it (cycle and depth checks)."""
 
 
 def key_slots_view(keys: np.ndarray) -> np.ndarray:
@@ -83,7 +85,7 @@ class ComponentStore:
         self.frozen.flags.writeable = False
         # Records' fast path: one-value fields and their checked converters (ChildOf is
         # written only through world.set_parent, so it has none).
-        exact = self.schema.exact_scalars if self.schema.name != "ChildOf" else {}
+        exact = self.schema.exact_scalars if self.schema.name != PARENT_LINK else {}
         self.scalar_fields = {name: (self.columns[name], *found)
                               for name, found in exact.items()}
 
@@ -113,11 +115,7 @@ class ComponentStore:
         elif isinstance(rows, slice):
             start, stop, _ = rows.indices(self.capacity)
             if stop > start:
-                first, last = start // CHUNK_ROWS, (stop - 1) // CHUNK_ROWS
-                if first == last:  # one scalar store, not a slice assignment
-                    self.chunk_versions[first] = version
-                else:
-                    self.chunk_versions[first : last + 1] = version
+                self._mark_chunks(start, stop, version)
         elif len(rows):
             hit = np.zeros(len(self.chunk_versions), np.bool_)
             hit[np.asarray(rows) // CHUNK_ROWS] = True  # O(rows), no sort
@@ -127,8 +125,12 @@ class ComponentStore:
         """The values of rows ``[start, stop)`` changed (``start < stop``)."""
         version = next(self._versions)
         self.data_version = version
+        self._mark_chunks(start, stop, version)
+
+    def _mark_chunks(self, start: int, stop: int, version: int) -> None:
+        """Chunks holding rows ``[start, stop)`` (``start < stop``) are at ``version``."""
         first, last = start // CHUNK_ROWS, (stop - 1) // CHUNK_ROWS
-        if first == last:
+        if first == last:  # one scalar store, not a slice assignment
             self.chunk_versions[first] = version
         else:
             self.chunk_versions[first : last + 1] = version
