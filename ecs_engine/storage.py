@@ -278,12 +278,7 @@ class ComponentStore:
         claimed = np.zeros(t1 - t0, np.bool_)
         claimed[current[inside] - t0] = True
         displaced = t0 + np.flatnonzero(~claimed)
-        dst = np.concatenate([targets, vacated])
-        src = np.concatenate([current, displaced])
-        self.data[dst] = self.data[src]
-        self.entities[dst] = self.entities[src]
-        self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
-        self.touch_layout()
+        self.place_rows(np.concatenate([targets, vacated]), np.concatenate([current, displaced]))
 
     def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray) -> None:
         """Replace every row (a load from a file): ``data`` (in the schema's dtype) and
