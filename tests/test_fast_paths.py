@@ -209,7 +209,7 @@ def test_record_fast_writes_check_like_the_general_path() -> None:
     pos["y"] = 3  # an int into a float field
     assert pos["y"] == 3.0
     rec["alive"] = False
-    assert rec["alive"] is np.False_ or rec["alive"] == False  # noqa: E712
+    assert not rec["alive"]
     with pytest.raises(ValueError, match="Hp.alive"):
         rec["alive"] = 2
     bag = world.get(key, Bag)
