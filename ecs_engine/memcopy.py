@@ -118,6 +118,21 @@ def pack_copies(sources: list[np.ndarray], pool: BufferPool | None = None
     return out
 
 
+def take_over(arr: np.ndarray, memory: np.ndarray) -> np.ndarray | None:
+    """A writable array over ``arr``'s bytes when they lie in ``memory`` (an owning uint8
+    buffer the caller gives up, e.g. a file just read), else None.
+
+    Built on a memoryview: numpy collapses views of views to the array that owns the
+    memory, so views of a plain slice would name ``memory`` and a store could not count
+    the views of its own array (``views_outstanding``); views of this array name it.
+    """
+    if (arr.ndim != 1 or arr.size == 0 or arr.dtype.itemsize == 0
+            or not arr.flags.c_contiguous or root_of(arr) is not memory):
+        return None
+    start = arr.__array_interface__["data"][0] - memory.__array_interface__["data"][0]
+    return np.frombuffer(memory.data[start : start + arr.nbytes], arr.dtype)
+
+
 def root_of(arr: np.ndarray) -> np.ndarray:
     """The array that owns ``arr``'s memory (``arr`` itself if it owns it)."""
     while isinstance(arr.base, np.ndarray):

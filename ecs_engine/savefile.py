@@ -29,7 +29,7 @@ import xxhash
 
 from ecs_engine.atomicfile import write_atomic
 from ecs_engine.entity import KEY_DTYPE
-from ecs_engine.memcopy import as_bytes
+from ecs_engine.memcopy import as_bytes, root_of
 from ecs_engine.savevalues import (
     BIT_GENERATORS,
     check_value,
@@ -694,6 +694,13 @@ def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> S
     earlier load used, which costs no page faults). The snapshot's columns are views into
     that memory, so the pool reuses it only after the snapshot is gone.
     """
+    return read_file_memory(path, pool)[0]
+
+
+def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = None
+                     ) -> tuple[Snapshot, np.ndarray]:
+    """``read_file``, and the buffer the snapshot's columns view (for a world load to
+    take over instead of copying)."""
     with open(path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
         buf = pool.take(size) if pool is not None else np.empty(size, np.uint8)
@@ -709,6 +716,6 @@ def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> S
                 hasher.update(view[got : min(got + n, hashed)])
             got += n
     try:
-        return _decode(buf[:got], hasher.intdigest() if got == size else None)
+        return _decode(buf[:got], hasher.intdigest() if got == size else None), root_of(buf)
     except SaveFileError as exc:
         raise SaveFileError(f"{os.fspath(path)}: {exc}") from None

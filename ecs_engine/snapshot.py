@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.memcopy import as_bytes, copy_into, pack_copies, root_of
+from ecs_engine.entity import KEY_DTYPE
+from ecs_engine.memcopy import as_bytes, copy_into, pack_copies, root_of, take_over
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
@@ -142,13 +143,33 @@ class RestoreCallbackError(Exception):
                          f"failed; first {name}: {type(first).__name__}: {first}{more}")
 
 
-@dataclass(frozen=True)
 class RestoreEvent:
-    """Passed to ``on_restore`` callbacks after a restore or load."""
+    """Passed to ``on_restore`` callbacks after a restore or load: ``source`` ("memory",
+    "file" or "rollback"), ``previous_tick`` (the tick before it) and ``snapshot``."""
 
-    snapshot: Snapshot
-    source: str  # "memory" or "file"
-    previous_tick: int
+    __slots__ = ("_snapshot", "_world", "previous_tick", "source")
+
+    def __init__(self, snapshot: Snapshot | None, source: str, previous_tick: int,
+                 world: World | None = None) -> None:
+        self._snapshot = snapshot
+        self._world = world  # takes the snapshot on first use when none was given
+        self.source = source
+        self.previous_tick = previous_tick
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The state restored. ``world.load`` takes over the file's memory instead of
+        copying it, so after a load this is ``world.snapshot()`` taken on first use (the
+        world as the callbacks before this one left it); callbacks that never ask pay
+        nothing."""
+        if self._snapshot is None:
+            if self._world is None:
+                raise RuntimeError("this restore event has no snapshot")
+            self._snapshot = self._world.snapshot()
+        return self._snapshot
+
+    def __repr__(self) -> str:
+        return (f"RestoreEvent(source={self.source!r}, previous_tick={self.previous_tick})")
 
 
 Pending = int  # index into the list of arrays a snapshot copies in one batch
@@ -513,9 +534,15 @@ def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
     store.data_version = s.data_version
 
 
-def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> RestoreEvent:
+def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
+                     memory: np.ndarray | None = None) -> RestoreEvent:
     """Make the world's state equal to ``snap``; validates everything before changing it.
-    Returns the event for the ``on_restore`` callbacks (which this does not call)."""
+    Returns the event for the ``on_restore`` callbacks (which this does not call).
+
+    ``memory``: the buffer a file was read into, which the caller gives up with ``snap``
+    (a load): stores take over the rows and keys that lie in it instead of copying them,
+    so ``snap`` then shares memory with the world and must be dropped (the event takes
+    its snapshot from the world on first use)."""
     from ecs_engine.blueprint import BLUEPRINT_MARKER
     from ecs_engine.component import schema_of
     from ecs_engine.group import Group
@@ -569,7 +596,14 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> Re
     for s in snap.stores:
         store = world._stores[types[s.name]]
         if not own:  # everything was checked: adopt the new index, copy keys and rows
-            store.load_rows(datas[s.name], s.entities, sparses[s.name])
+            data, keys = datas[s.name], s.entities.astype(KEY_DTYPE, copy=False)
+            rows = keys_taken = None
+            if memory is not None and data.dtype == store.schema.dtype:
+                rows, keys_taken = take_over(data, memory), take_over(keys, memory)
+            if rows is not None and keys_taken is not None:
+                store.load_rows(rows, keys_taken, sparses[s.name], adopt=True)
+            else:
+                store.load_rows(data, keys, sparses[s.name])
             continue
         if store.layout_version != s.layout_version:
             store.reserve(s.n)
@@ -597,6 +631,8 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory") -> Re
         world.rng.bit_generator.state = snap.rng_state  # read, never kept, by numpy
     else:
         world.rng = rng
+    if memory is not None:
+        return RestoreEvent(None, source, previous_tick, world)
     return RestoreEvent(snap, source, previous_tick)
 
 

@@ -280,14 +280,21 @@ class ComponentStore:
         displaced = t0 + np.flatnonzero(~claimed)
         self.place_rows(np.concatenate([targets, vacated]), np.concatenate([current, displaced]))
 
-    def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray) -> None:
+    def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray,
+                  *, adopt: bool = False) -> None:
         """Replace every row (a load from a file): ``data`` (in the schema's dtype) and
-        ``entities`` are copied in; ``sparse`` (slot -> row, -1 elsewhere) is adopted as
-        the index (extended with -1 if shorter than the current one). Grows without
-        copying the rows it replaces. Never raises for valid input: restores call it
-        after validation, when nothing may fail."""
+        ``entities`` are copied in, or with ``adopt`` become the store's arrays (writable
+        arrays nothing else uses; the store then has no spare rows and grows on the next
+        append); ``sparse`` (slot -> row, -1 elsewhere) is adopted as the index (extended
+        with -1 if shorter than the current one). Grows without copying the rows it
+        replaces. Never raises for valid input: restores call it after validation, when
+        nothing may fail."""
         n = len(entities)
-        if n > self.capacity:
+        if adopt:
+            self.data, self.entities = data, entities
+            self._bind_columns()
+            self.chunk_versions = np.full(-(-n // CHUNK_ROWS), self.data_version, np.int64)
+        elif n > self.capacity:
             cap = max(n, 16)
             # np.empty: every row below n is written next, so zeroing them first (calloc
             # on reused memory does) would be a wasted pass; the rest is zeroed below.
@@ -301,8 +308,9 @@ class ComponentStore:
             longer = np.full(len(self.sparse), -1, np.int32)
             longer[: len(sparse)] = sparse
             sparse = longer
-        copy_into(self.data[:n], data)
-        copy_into(self.entities[:n], entities.astype(KEY_DTYPE, copy=False))
+        if not adopt:
+            copy_into(self.data[:n], data)
+            copy_into(self.entities[:n], entities.astype(KEY_DTYPE, copy=False))
         self.sparse = sparse
         self.n = n
         self.group_size = 0

@@ -861,15 +861,21 @@ class World:
 
         return save_world(self, path)
 
-    def load(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> Snapshot:
+    def load(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> None:
         """Read a save file and restore it. Prefab-owned fields the save did not store are
         re-derived from the current prefabs of ``prefabs`` (default ``self.prefabs``; the
-        saved values without one). ``SaveFileError`` leaves the world unchanged."""
+        saved values without one). ``SaveFileError`` leaves the world unchanged.
+
+        The stores take over the memory the file was read into (no second copy), so
+        no snapshot of the loaded state is kept: ``world.snapshot()`` after the load
+        makes one if you want to come back to it without reading the file again."""
         from ecs_engine.migrate import find_saved_type
         from ecs_engine.prefab_fields import join, rederive
-        from ecs_engine.savefile import read_file
+        from ecs_engine.savefile import read_file_memory
 
-        snap, derived = join(read_file(path, self._buffers))
+        read, memory = read_file_memory(path, self._buffers)
+        snap, derived = join(read)
+        del read
         registry = prefabs if prefabs is not None else self.prefabs
         if registry is not None:
             types = {}
@@ -879,10 +885,12 @@ class World:
                 if found is not None:
                     types[s.name] = found
             snap = rederive(snap, derived, registry, types)
-        self.restore(snap, source="file")
+        event = restore_snapshot(self, snap, "file", memory)
+        del snap  # its columns are the stores' arrays now: it must not outlive this call
+        self._last_snapshot = None
         if prefabs is not None and self.prefabs is None:
             self.prefabs = prefabs
-        return snap
+        run_restore_callbacks(self, event)
 
     # -- systems ------------------------------------------------------------------------
     def add_system(self, fn: SystemFn, *, name: str | None = None,

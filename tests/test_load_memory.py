@@ -1,0 +1,192 @@
+"""``world.load`` hands the memory a file was read into to the stores (no second copy).
+
+What must hold: nothing else ever aliases that memory (no snapshot, no recycled buffer),
+kept views are still counted, the stores grow normally, and loads, snapshots and restores
+interleave in any order with the same results as copying would give.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ecs_engine import NULL, Entity, History, RestoreEvent, World, component
+from tests.world_state import check_invariants, world_state
+
+ROWS = 70_000  # past the pool's 1 MB minimum: the file is read into recycled memory
+
+
+@component
+class Pos:
+    x: np.float64 = 0.0
+    y: np.float64 = 0.0
+
+
+@component
+class Vel:
+    dx: np.float32 = 0.0
+
+
+@component
+class Link:
+    to: Entity = NULL
+
+
+def build(seed: int = 1, n: int = ROWS) -> World:
+    world = World(seed=seed)
+    keys = world.spawn_batch(Pos(x=np.arange(float(n)), y=2.0), Vel(dx=1.0), count=n)
+    world.add_batch(keys[::5], Link(to=keys[0]))
+    world.despawn_batch(keys[3::97])
+    return world
+
+
+def fresh() -> World:
+    world = World()
+    world.register(Pos, Vel, Link)
+    return world
+
+
+def shake(world: World, seed: int) -> None:
+    """Writes, spawns and despawns touching every store."""
+    rng = np.random.default_rng(seed)
+    with world.query(Pos, Vel) as q:
+        q[Pos]["x"] += q[Vel]["dx"]
+    alive = world.store(Pos).entities[: world.store(Pos).n].copy()
+    world.despawn_batch(rng.choice(alive, 40, replace=False))
+    world.spawn_batch(Pos(x=-1.0), Link(), count=60)
+
+
+def store_arrays(world: World) -> list[np.ndarray]:
+    return [a for s in world._stores.values() for a in (s.data, s.entities)]
+
+
+def aliased(world: World, arrays: list[np.ndarray]) -> bool:
+    return any(np.shares_memory(a, b) for a in store_arrays(world) for b in arrays)
+
+
+def test_a_loaded_world_owns_the_file_memory_and_nothing_else_sees_it(tmp_path: Path) -> None:
+    source = build()
+    source.save(tmp_path / "a.sav")
+    expected = world_state(source)
+    world = fresh()
+    world.load(tmp_path / "a.sav")
+    assert world_state(world) == expected
+    check_invariants(world)
+    assert not world.store(Pos).data.flags.owndata  # taken over, not copied
+    snap = world.snapshot()
+    assert not aliased(world, [c for s in snap.stores for c in (*s.chunks, s.entities)])
+    shake(world, 1)
+    assert world_state(world) != expected
+    world.restore(snap)
+    assert world_state(world) == expected
+
+
+def test_loading_again_and_again_never_reads_into_memory_a_store_uses(tmp_path: Path) -> None:
+    states = []
+    for i in range(3):
+        w = build(seed=i)
+        shake(w, i)
+        w.save(tmp_path / f"{i}.sav")
+        states.append(world_state(w))
+    world = fresh()
+    kept = []
+    for step in range(9):  # the pool offers the buffers of earlier loads once free
+        i = step % 3
+        world.load(tmp_path / f"{i}.sav")
+        assert world_state(world) == states[i]
+        check_invariants(world)
+        pool = world._buffers
+        offered = [pool.take(b.size) for b in list(pool._buffers)]
+        assert not aliased(world, offered)  # what the pool would hand out next is free
+        del offered
+        kept.append((world.snapshot(), states[i]))
+        if step % 2:
+            shake(world, step)  # spawns grow the stores out of the file memory
+    for snap, state in kept:  # no later load or write reached an earlier snapshot
+        world.restore(snap)
+        assert world_state(world) == state
+
+
+def test_views_of_loaded_columns_are_counted_and_snapshots_see_their_writes(
+        tmp_path: Path) -> None:
+    build().save(tmp_path / "a.sav")
+    world = fresh()
+    world.load(tmp_path / "a.sav")
+    store = world.store(Pos)
+    assert not store.views_outstanding()
+    with world.query(Pos) as q:
+        xs = q[Pos]["x"]  # kept past the block
+    assert store.views_outstanding()
+    before = world.snapshot()
+    xs[:] = -1234.5  # untracked write
+    after = world.snapshot()
+    assert np.all(after.store("Pos").data["x"] == -1234.5)
+    assert not np.any(before.store("Pos").data["x"] == -1234.5)
+    world.restore(before)
+    assert not np.any(world.store(Pos).live()["x"] == -1234.5)
+
+
+def test_history_and_rewind_across_a_load(tmp_path: Path) -> None:
+    build().save(tmp_path / "a.sav")
+    world = fresh()
+    history = History()
+    world.load(tmp_path / "a.sav")
+    history.record(world)
+    loaded = world_state(world)
+    for i in range(4):
+        shake(world, i)
+        history.record(world)
+    while history.rewind(world) is not None:
+        pass
+    assert world_state(world) == loaded
+
+
+def test_the_event_snapshot_after_a_load_is_the_loaded_state_and_independent(
+        tmp_path: Path) -> None:
+    source = build()
+    source.save(tmp_path / "a.sav")
+    expected = world_state(source)
+    world = fresh()
+    events: list[RestoreEvent] = []
+    world.on_restore(lambda w, e: events.append(e))
+    world.load(tmp_path / "a.sav")
+    assert events[0].source == "file"
+    snap = events[0].snapshot  # taken on first use
+    assert snap is events[0].snapshot
+    shake(world, 3)
+    world.restore(snap)
+    assert world_state(world) == expected
+
+
+def test_a_failing_load_after_a_good_one_leaves_the_loaded_state(tmp_path: Path) -> None:
+    build().save(tmp_path / "a.sav")
+    world = fresh()
+    world.load(tmp_path / "a.sav")
+    shake(world, 5)
+    state = world_state(world)
+    bad = bytearray((tmp_path / "a.sav").read_bytes())
+    bad[len(bad) // 2] ^= 0xFF
+    (tmp_path / "bad.sav").write_bytes(bytes(bad))
+    from ecs_engine import SaveFileError
+    with pytest.raises(SaveFileError):
+        world.load(tmp_path / "bad.sav")
+    assert world_state(world) == state
+    check_invariants(world)
+
+
+def test_a_migrated_store_is_copied_and_the_rest_taken_over(tmp_path: Path) -> None:
+    build(n=2000).save(tmp_path / "a.sav")
+
+    @component(name="Vel")
+    class WiderVel:
+        dx: np.float64 = 0.0  # float32 -> float64: a safe cast, a new array
+
+    world = World()
+    world.register(Pos, WiderVel, Link)
+    world.load(tmp_path / "a.sav")
+    assert np.all(world.store(WiderVel).live()["dx"] == 1.0)
+    shake_free = world.spawn(Pos(), WiderVel(dx=3.0))
+    assert world.get(shake_free, WiderVel)["dx"] == 3.0
+    check_invariants(world)
