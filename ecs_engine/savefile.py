@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 import msgpack
 import numpy as np
@@ -682,6 +682,34 @@ def decode_snapshot(data: bytes | bytearray | memoryview) -> Snapshot:
     return _decode(buf if view.readonly else buf.copy())
 
 
+def arriving_columns(buf: np.ndarray, size: int, wait: Callable[[int], int]
+                     ) -> Iterator[tuple[str, str, np.ndarray]]:
+    """The columns a key check needs, of a save being read into ``buf``, each as soon as
+    its bytes are in: ``("generations", "", a)``, ``("free", "", a)``, then per component
+    ``("keys", name, a)``. ``wait(n)`` returns how many bytes are in once the first ``n``
+    are (fewer: they never will be, and this stops). Raises ``SaveFileError`` on anything
+    odd; the full parse after the read names the problem properly."""
+    avail = wait(min(size, 256))
+    declared, pos, version = _header_of(buf[:avail])
+    end = size - CHECKSUM_SIZE
+    if declared != size or end < pos:
+        return
+    avail = wait(min(end, pos + (1 << 16)))
+    meta, pos = _read_object(buf, pos, min(end, avail), "metadata")
+    _, hw, nfree, comps = _parse_layout(meta)
+    columns = iter(_columns(hw, nfree, comps, version))
+    wanted = [("generations", ""), ("", ""), ("free", "")]  # the alive flags: skipped
+    for c in comps:
+        wanted += [("keys", c.name)] + [("", "")] * (len(c.fields) if version == 1 else 1)
+    for (kind, name), col in zip(wanted, columns, strict=True):
+        need = min(end, pos + ALIGN + 5 + (col.nbytes if kind else 0))  # pad, header, data
+        if wait(need) < need:
+            return
+        arr, pos = _read_bin(buf, pos, end, col)
+        if kind:
+            yield kind, name, arr
+
+
 READ_CHUNK = 1 << 21  # bytes read (and hashed while in cache) at a time
 
 
@@ -697,10 +725,19 @@ def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> S
     return read_file_memory(path, pool)[0]
 
 
-def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = None
-                     ) -> tuple[Snapshot, np.ndarray]:
+class ReadWatcher(Protocol):
+    """Told how far a file read has come (``ecs_engine.lookahead`` checks keys meanwhile)."""
+
+    def started(self, buf: np.ndarray, size: int) -> None: ...
+    def arrived(self, got: int) -> None: ...
+    def finished(self) -> None: ...
+
+
+def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = None,
+                     watcher: ReadWatcher | None = None) -> tuple[Snapshot, np.ndarray]:
     """``read_file``, and the buffer the snapshot's columns view (for a world load to
-    take over instead of copying)."""
+    take over instead of copying). ``watcher`` hears of every piece as it arrives
+    (``finished`` always runs, also when reading fails)."""
     with open(path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
         buf = pool.take(size) if pool is not None else np.empty(size, np.uint8)
@@ -708,13 +745,21 @@ def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = Non
         hasher = xxhash.xxh3_64()
         got = 0
         view = buf.data
-        while got < size:
-            n = f.readinto(view[got : min(size, got + READ_CHUNK)])
-            if not n:
-                break
-            if got < hashed:
-                hasher.update(view[got : min(got + n, hashed)])
-            got += n
+        if watcher is not None:
+            watcher.started(buf, size)
+        try:
+            while got < size:
+                n = f.readinto(view[got : min(size, got + READ_CHUNK)])
+                if not n:
+                    break
+                if got < hashed:
+                    hasher.update(view[got : min(got + n, hashed)])
+                got += n
+                if watcher is not None:
+                    watcher.arrived(got)
+        finally:
+            if watcher is not None:
+                watcher.finished()
     try:
         return _decode(buf[:got], hasher.intdigest() if got == size else None), root_of(buf)
     except SaveFileError as exc:

@@ -323,6 +323,69 @@ def _index_live_keys(keys: np.ndarray, live: np.ndarray, sparse: np.ndarray) -> 
     return True
 
 
+def live_keys(generations: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The live key of every slot of a slot table; slots on the free list get a key no
+    stored key can equal (its slot would be 2**32 - 1, past any table).
+
+    Built in cache-sized blocks: no table-sized temporaries (an arange of every slot
+    would be a fresh 8 MB array per million slots, page faults and all)."""
+    from ecs_engine.entity import SLOT_BITS
+
+    hw = len(generations)
+    live = np.empty(hw, np.uint64)
+    numbers = np.arange(min(hw, _BLOCK), dtype=np.uint64)
+    for start in range(0, hw, _BLOCK):
+        part = live[start : start + _BLOCK]
+        np.left_shift(generations[start : start + _BLOCK], np.uint64(SLOT_BITS),
+                      out=part, dtype=np.uint64)
+        part |= numbers[: len(part)]
+        numbers += np.uint64(_BLOCK)
+    live[free] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+    return live
+
+
+def sparse_capacity(world: World, high_water: int) -> int:
+    """Slots the world's slot map will have after restoring a table of ``high_water``."""
+    capacity = world._slots.capacity
+    return max(high_water, 2 * capacity) if high_water > capacity else capacity
+
+
+@dataclass(frozen=True, eq=False)
+class KeyIndex:
+    """One store's keys checked against a slot table: every key alive (``alive``) and
+    no slot twice (``unique``), with ``sparse`` (slot -> row, -1 elsewhere)."""
+
+    keys: np.ndarray
+    sparse: np.ndarray
+    alive: bool
+    unique: bool
+
+    @classmethod
+    def build(cls, keys: np.ndarray, live: np.ndarray | None, capacity: int,
+              twin: KeyIndex | None = None) -> KeyIndex:
+        """Check ``keys`` against ``live`` (``live_keys``); ``twin``: an index of equal
+        keys (components added together keep one row order), copied instead."""
+        if twin is not None:
+            return cls(keys, twin.sparse.copy(), twin.alive, twin.unique)
+        sparse = np.full(capacity, -1, np.int32)
+        if not len(keys):
+            return cls(keys, sparse, True, True)
+        if live is None or not len(live) or not _index_live_keys(keys, live, sparse):
+            return cls(keys, sparse, False, False)
+        # Live keys are one per slot: a repeated entity leaves fewer filled slots.
+        unique = np.count_nonzero(sparse[: len(live)] >= 0) == len(keys)
+        return cls(keys, sparse, True, bool(unique))
+
+    def keys_equal(self, keys: np.ndarray) -> bool:
+        return len(self.keys) == len(keys) and bool(np.array_equal(self.keys, keys))
+
+    def fits(self, keys: np.ndarray, capacity: int) -> bool:
+        """Built from these very bytes (the same memory) for this capacity."""
+        return (len(self.sparse) == capacity and keys.dtype == self.keys.dtype
+                and len(keys) == len(self.keys)
+                and (not len(keys) or _address(keys) == _address(self.keys)))
+
+
 def live_view(world: World) -> Snapshot:
     """The world's current state as a snapshot of views into its live arrays (no copy):
     for writing a save file straight from the columns. Valid only until the world
@@ -347,17 +410,17 @@ def live_view(world: World) -> Snapshot:
     )
 
 
-def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]
-                      ) -> dict[str, np.ndarray]:
+def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
+                      indexed: dict[str, KeyIndex] | None = None) -> dict[str, np.ndarray]:
     """Check a snapshot from elsewhere (a file) is self-consistent before touching the world.
 
     Returns each store's new sparse index (``slot -> row`` for the world's slot capacity),
     built by the same passes that check the store, for the restore to adopt. Linear time,
     a few vectorised passes per store: keys are checked alive by one gather from a table
     of live keys, and unique by scattering their rows into the index and counting the
-    slots that took one (a slot named twice keeps one row).
+    slots that took one (a slot named twice keeps one row). ``indexed``: stores' keys
+    already checked (``KeyIndex``, e.g. while the file was read), used where they fit.
     """
-    from ecs_engine.entity import SLOT_BITS
     from ecs_engine.savefile import SaveFileError
 
     table = snap.slots
@@ -375,25 +438,10 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]
         raise SaveFileError("slot table: some dead slots are missing from the free list")
     if hw and table.generations.min() == 0:
         raise SaveFileError("slot table: generation 0 is reserved for NULL")
-    # The live key of every slot. The free list holds exactly the dead slots (checked
-    # above), so marking them is a scatter of the free list, not a pass over all slots;
-    # they get a key no stored key can equal (its slot would be 2**32 - 1 >= hw).
-    # Built in cache-sized blocks: no table-sized temporaries (an arange of every slot
-    # would be a fresh 8 MB array per million slots, page faults and all).
-    live = np.empty(hw, np.uint64)
-    numbers = np.arange(min(hw, _BLOCK), dtype=np.uint64)
-    for start in range(0, hw, _BLOCK):
-        part = live[start : start + _BLOCK]
-        np.left_shift(table.generations[start : start + _BLOCK], np.uint64(SLOT_BITS),
-                      out=part, dtype=np.uint64)
-        part |= numbers[: len(part)]
-        numbers += np.uint64(_BLOCK)
-    live[free] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
-    capacity = world._slots.capacity  # what the slot map will have after the restore
-    if hw > capacity:
-        capacity = max(hw, 2 * capacity)
+    capacity = sparse_capacity(world, hw)
     sparses: dict[str, np.ndarray] = {}
-    checked: list[StoreSnapshot] = []  # stores whose keys passed, with keys to share
+    live: np.ndarray | None = None
+    checked: list[KeyIndex] = []  # stores whose keys passed, with keys to share
     for s in snap.stores:
         if len(s.data) != s.n:
             raise SaveFileError(f"component {s.name!r}: {len(s.data)} rows of data for "
@@ -401,25 +449,21 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type]
         if not 0 <= s.group_size <= s.n:
             raise SaveFileError(f"component {s.name!r}: group size {s.group_size} outside "
                                 f"[0, {s.n}]")
-        if not s.n:
-            sparses[s.name] = np.full(capacity, -1, np.int32)
-            continue
-        # Components added together keep their rows in the same order (Position and
-        # Velocity of every mover): keys equal to a checked store's need no new pass.
-        twin = next((c for c in checked if c.n == s.n
-                     and np.array_equal(c.entities, s.entities)), None)
-        if twin is not None:
-            sparses[s.name] = sparses[twin.name].copy()
-            continue
-        sparse = np.full(capacity, -1, np.int32)
-        sparses[s.name] = sparse
-        if not hw or not _index_live_keys(s.entities, live, sparse):
+        found = indexed.get(s.name) if indexed is not None else None
+        if found is not None and found.fits(s.entities, capacity):
+            index = found  # checked while the file was still being read
+        else:
+            if live is None and s.n:
+                live = live_keys(table.generations, free)
+            index = KeyIndex.build(s.entities, live, capacity,
+                                   next((c for c in checked if c.keys_equal(s.entities)), None))
+        if not index.alive:
             raise SaveFileError(f"component {s.name!r}: holds entities the slot table says "
                                 f"are not alive")
-        # Live keys are one per slot: a repeated entity leaves fewer filled slots.
-        if np.count_nonzero(sparse[:hw] >= 0) != s.n:
+        if not index.unique:
             raise SaveFileError(f"component {s.name!r}: an entity appears twice")
-        checked.append(s)
+        sparses[s.name] = index.sparse
+        checked.append(index)
     by_name = {s.name: s for s in snap.stores}
     if len(by_name) != len(snap.stores):
         raise SaveFileError("a component appears twice")
@@ -535,14 +579,16 @@ def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
 
 
 def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
-                     memory: np.ndarray | None = None) -> RestoreEvent:
+                     memory: np.ndarray | None = None,
+                     indexed: dict[str, KeyIndex] | None = None) -> RestoreEvent:
     """Make the world's state equal to ``snap``; validates everything before changing it.
     Returns the event for the ``on_restore`` callbacks (which this does not call).
 
     ``memory``: the buffer a file was read into, which the caller gives up with ``snap``
     (a load): stores take over the rows and keys that lie in it instead of copying them,
     so ``snap`` then shares memory with the world and must be dropped (the event takes
-    its snapshot from the world on first use)."""
+    its snapshot from the world on first use). ``indexed``: stores' keys checked ahead
+    (while the file was read), used where they are of these very bytes."""
     from ecs_engine.blueprint import BLUEPRINT_MARKER
     from ecs_engine.component import schema_of
     from ecs_engine.group import Group
@@ -567,7 +613,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
         claimed = [n for n in types if list(types.values()).count(types[n]) > 1]
         raise SaveFileError(f"saved components {claimed} are one component type now (a "
                             f"renamed class and its old name both in one save)")
-    sparses = {} if own else _validate_foreign(world, snap, types)
+    sparses = {} if own else _validate_foreign(world, snap, types, indexed)
     rng = _rng_for(world, snap)
     datas = {} if own else {
         s.name: migrate_rows(s.name, s.data, schema_of(types[s.name])) for s in snap.stores

@@ -869,11 +869,14 @@ class World:
         The stores take over the memory the file was read into (no second copy), so
         no snapshot of the loaded state is kept: ``world.snapshot()`` after the load
         makes one if you want to come back to it without reading the file again."""
+        from ecs_engine.lookahead import KeyLookahead
         from ecs_engine.migrate import find_saved_type
         from ecs_engine.prefab_fields import join, rederive
         from ecs_engine.savefile import read_file_memory
+        from ecs_engine.snapshot import sparse_capacity
 
-        read, memory = read_file_memory(path, self._buffers)
+        lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water))
+        read, memory = read_file_memory(path, self._buffers, lookahead)
         snap, derived = join(read)
         del read
         registry = prefabs if prefabs is not None else self.prefabs
@@ -885,7 +888,7 @@ class World:
                 if found is not None:
                     types[s.name] = found
             snap = rederive(snap, derived, registry, types)
-        event = restore_snapshot(self, snap, "file", memory)
+        event = restore_snapshot(self, snap, "file", memory, lookahead.results())
         del snap  # its columns are the stores' arrays now: it must not outlive this call
         self._last_snapshot = None
         if prefabs is not None and self.prefabs is None:

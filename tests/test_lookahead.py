@@ -1,0 +1,189 @@
+"""Keys checked on a second thread while a big save is read (``ecs_engine.lookahead``).
+
+The thread may only save work: a load gives the same world, or the same error naming the
+same problem, whether the thread's indexes were used, ignored or never built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ecs_engine import NULL, Entity, SaveFileError, Snapshot, World, component, lookahead
+from ecs_engine.snapshot import KeyIndex
+from tests.world_state import check_invariants, world_state
+
+BIG = 200_000  # rows: a file past lookahead.MIN_BYTES
+
+
+@component
+class Pos:
+    x: np.float64 = 0.0
+    y: np.float64 = 0.0
+
+
+@component
+class Vel:
+    dx: np.float32 = 0.0
+
+
+@component
+class Link:
+    to: Entity = NULL
+
+
+def build(n: int) -> World:
+    world = World(seed=4)
+    keys = world.spawn_batch(Pos(x=np.arange(float(n))), Vel(dx=1.0), count=n)
+    world.add_batch(keys[::3], Link(to=keys[0]))
+    world.despawn_batch(keys[5::11])
+    world.spawn_batch(Pos(x=-1.0), count=n // 20)  # recycled slots
+    return world
+
+
+def target() -> World:
+    world = World()
+    world.register(Pos, Vel, Link)
+    world.spawn_batch(Pos(x=9.0), Link(), count=10)
+    return world
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    path = tmp_path_factory.mktemp("big") / "big.sav"
+    world = build(BIG)
+    world.save(path)
+    assert path.stat().st_size >= lookahead.MIN_BYTES
+    return path, world_state(world)
+
+
+def record_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    threads: list[str] = []
+    real = KeyIndex.build.__func__  # type: ignore[attr-defined]
+
+    def build(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
+        threads.append(threading.current_thread().name)
+        return real(cls, *args, **kw)
+
+    monkeypatch.setattr(KeyIndex, "build", classmethod(build))
+    return threads
+
+
+def test_a_big_load_checks_every_store_on_the_helper_thread(
+        big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, expected = big
+    threads = record_builds(monkeypatch)
+    world = target()
+    world.load(path)
+    assert world_state(world) == expected
+    check_invariants(world)
+    assert len(threads) == 3 and set(threads) == {"ecs-engine-key-check"}
+
+
+def test_a_small_load_checks_on_the_main_thread(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    source = build(300)
+    source.save(tmp_path / "small.sav")
+    threads = record_builds(monkeypatch)
+    world = target()
+    world.load(tmp_path / "small.sav")
+    assert world_state(world) == world_state(source)
+    assert threads and set(threads) == {threading.current_thread().name}
+
+
+def broken(path: Path, out: Path, store: str, how: str) -> None:
+    """Rewrite the save at ``path`` with one store's keys damaged (checksum valid)."""
+    snap = Snapshot.load(path)
+    stores = []
+    for s in snap.stores:
+        if s.name == store:
+            keys = s.entities.copy()
+            if how == "twice":
+                keys[len(keys) // 2] = keys[0]
+            else:  # a key whose generation is not the slot's
+                keys[len(keys) // 2] += np.uint64(1 << 32)
+            s = dataclasses.replace(s, entities=keys)
+        stores.append(s)
+    dataclasses.replace(snap, stores=tuple(stores)).save(out)
+
+
+@pytest.mark.parametrize(("store", "how", "message"), [
+    ("Pos", "twice", "'Pos': an entity appears twice"),
+    ("Vel", "twice", "'Vel': an entity appears twice"),
+    ("Link", "dead", "'Link': holds entities the slot table says are not alive"),
+    ("Vel", "dead", "'Vel': holds entities the slot table says are not alive"),
+])
+def test_bad_keys_in_a_big_file_raise_the_same_error_and_change_nothing(
+        big: tuple[Path, object], tmp_path: Path, store: str, how: str, message: str) -> None:
+    path, _ = big
+    bad = tmp_path / "bad.sav"
+    broken(path, bad, store, how)
+    world = target()
+    before = world_state(world)
+    with pytest.raises(SaveFileError, match=message):
+        world.load(bad)
+    assert world_state(world) == before
+    check_invariants(world)
+
+
+def test_indexes_of_other_bytes_are_ignored(big: tuple[Path, object],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread followed the file wrongly (here: every store gets Pos's keys): its
+    indexes do not fit the parsed columns, so the main thread checks them itself."""
+    path, expected = big
+    real = lookahead.arriving_columns
+
+    def confused(buf: np.ndarray, size: int, wait: object) -> Iterator[tuple[str, str, np.ndarray]]:
+        first = None
+        for kind, name, arr in real(buf, size, wait):  # type: ignore[arg-type]
+            if kind == "keys":
+                first = arr if first is None else first
+                arr = first
+            yield kind, name, arr
+
+    monkeypatch.setattr(lookahead, "arriving_columns", confused)
+    threads = record_builds(monkeypatch)
+    world = target()
+    world.load(path)
+    assert world_state(world) == expected
+    assert threading.current_thread().name in threads  # some rechecked on the main thread
+
+
+def test_a_failing_helper_thread_only_costs_time(big: tuple[Path, object],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path, expected = big
+
+    def failing(buf: np.ndarray, size: int, wait: object) -> Iterator[tuple[str, str, np.ndarray]]:
+        raise MemoryError("no room for the index")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(lookahead, "arriving_columns", failing)
+    world = target()
+    world.load(path)
+    assert world_state(world) == expected
+
+
+def test_a_read_that_stops_short_releases_the_helper_thread() -> None:
+    watcher = lookahead.KeyLookahead(lambda high_water: high_water)
+    buf = np.zeros(lookahead.MIN_BYTES, np.uint8)
+    watcher.started(buf, len(buf))
+    watcher.arrived(1000)  # then the read fails
+    watcher.finished()
+    assert watcher.results() == {}
+
+
+def test_a_truncated_big_file_is_reported_as_truncated(big: tuple[Path, object],
+                                                      tmp_path: Path) -> None:
+    path, _ = big
+    cut = tmp_path / "cut.sav"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size * 2 // 3])
+    world = target()
+    before = world_state(world)
+    with pytest.raises(SaveFileError, match="truncated"):
+        world.load(cut)
+    assert world_state(world) == before
