@@ -14,27 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ecs_engine import NULL, Entity, SaveFileError, Snapshot, World, component, lookahead
+from ecs_engine import SaveFileError, Snapshot, World, lookahead
 from ecs_engine.snapshot import KeyIndex
+from tests.test_load_memory import Link, Pos, Vel
 from tests.world_state import check_invariants, world_state
 
 BIG = 200_000  # rows: a file past lookahead.MIN_BYTES
-
-
-@component
-class Pos:
-    x: np.float64 = 0.0
-    y: np.float64 = 0.0
-
-
-@component
-class Vel:
-    dx: np.float32 = 0.0
-
-
-@component
-class Link:
-    to: Entity = NULL
 
 
 def build(n: int) -> World:
