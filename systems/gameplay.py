@@ -44,6 +44,8 @@ PICKUP_HEALTH, PICKUP_AMMO, PICKUP_COIN = 0, 1, 2
 PICKUP_EVENTS = {PICKUP_HEALTH: "heart", PICKUP_AMMO: "ammo", PICKUP_COIN: "coin"}
 DOWN = -1.0  # Health.invulnerable of a player at 0 hp (down, out of the game)
 WON_AT = "won_at"  # resource: the tick a player first reached a goal
+# world.caches: the store versions at which _handle_deaths last found nothing to do
+DEATHS_CHECKED = "systems.gameplay.deaths_checked"
 
 
 def input_state(world: World) -> dict[str, bool]:
@@ -133,6 +135,8 @@ def spawners(world: World, dt: float) -> None:
         spawner, pos = q[Spawner], q[Position]
         spawner["cooldown"] -= dt
         firing = spawner["cooldown"] <= 0
+        if not firing.any():
+            return  # most ticks: cooling down, nothing to fire
         spawner["cooldown"][firing] += spawner["interval"][firing]
         direction = spawner["direction"][firing].astype(np.float32)
         shots = (pos["x"][firing] + direction * 0.8, pos["y"][firing].copy(),
@@ -184,6 +188,14 @@ def _handle_deaths(world: World) -> None:
     """Despawn entities at 0 hp (a ``defeat`` event each). A player at 0 hp is down: it
     stays (hp 0, standing still, a ``down`` event) and the game decides what follows (the
     demo shows game over)."""
+    # What this reads depends only on Health's values and on which entities have
+    # Health, Position and Player: when none of that moved since a check that found
+    # nothing to do, this one finds nothing either (most ticks: nobody was hit).
+    health_store = world.store(Health)
+    seen = (health_store.data_version, health_store.layout_version,
+            world.store(Position).layout_version, world.store(Player).layout_version)
+    if world.caches.get(DEATHS_CHECKED) == seen:
+        return
     with world.query(Health, Position, without=(Player,), readonly=(Health, Position)) as q:
         dead = q[Health]["hp"] <= 0
         gone = q.entities[dead].copy()
@@ -195,6 +207,8 @@ def _handle_deaths(world: World) -> None:
         health = q[Health]
         # invulnerable < 0 marks a player already down, so "down" is emitted once.
         if not ((health["hp"] <= 0) & (health["invulnerable"] >= 0)).any():
+            if not len(gone):
+                world.caches[DEATHS_CHECKED] = seen
             return  # the common case: look, write nothing
     with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
         health = q[Health]
@@ -207,25 +221,41 @@ def _handle_deaths(world: World) -> None:
             q[Velocity]["y"][down] = np.minimum(q[Velocity]["y"][down], 0)
 
 
+def _contact(world: World, dt: float, health: np.ndarray, pos: np.ndarray,
+             col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For players with these Health, Position and Collider rows: (invulnerable time left
+    after this tick's countdown, who an enemy hurts now, the damage)."""
+    inv = health["invulnerable"]
+    left = np.where(inv > 0, np.maximum(inv - dt, 0), inv)
+    with world.query(Enemy, Position, Collider, readonly=(Enemy, Position, Collider)) as e:
+        touching = overlap_matrix(box_edges(pos, col), box_edges(e[Position], e[Collider]))
+        damage = (touching * e[Enemy]["damage"][None, :]).max(axis=1, initial=0)
+    hurt = (damage > 0) & (left <= 0) & (health["hp"] > 0)
+    return left, hurt, damage
+
+
 def touch_damage(world: World, dt: float) -> None:
     """Enemies hurt the player on touch, then the player is briefly invulnerable."""
-    with world.query(Player, Health, Position, Collider, Velocity,
-                     readonly=(Player, Position, Collider)) as p:
+    # Look first (read-only): most ticks nobody is invulnerable or touched, and then
+    # nothing is written (a written column is a changed store for snapshots and rollback).
+    with world.query(Player, Position, Collider, Health,
+                     readonly=(Player, Position, Collider, Health)) as p:
         if len(p) == 0:
             return
         health = p[Health]
-        inv = health["invulnerable"]
-        health["invulnerable"] = np.where(inv > 0, np.maximum(inv - dt, 0), inv)
-        with world.query(Enemy, Position, Collider, readonly=(Enemy, Position, Collider)) as e:
-            touching = overlap_matrix(box_edges(p[Position], p[Collider]),
-                                      box_edges(e[Position], e[Collider]))
-            damage = (touching * e[Enemy]["damage"][None, :]).max(axis=1, initial=0)
-        hurt = (damage > 0) & (health["invulnerable"] <= 0) & (health["hp"] > 0)
-        health["hp"][hurt] -= damage[hurt].astype(np.int16)
-        health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
-        p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
-        if hurt.any():
-            emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
+        _, hurt, _ = _contact(world, dt, health, p[Position], p[Collider])
+        due = hurt.any() or (health["invulnerable"] > 0).any()
+    if due:
+        with world.query(Player, Health, Position, Collider, Velocity,
+                         readonly=(Player, Position, Collider)) as p:
+            health = p[Health]
+            health["invulnerable"], hurt, damage = _contact(world, dt, health, p[Position],
+                                                            p[Collider])
+            health["hp"][hurt] -= damage[hurt].astype(np.int16)
+            health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
+            p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
+            if hurt.any():
+                emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
     _handle_deaths(world)
 
 
