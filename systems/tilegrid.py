@@ -231,6 +231,8 @@ class TileGrid:
         behind = np.greater(face_back, np.add(lo, move, out=reach),
                             out=s.get("tile.behind", n, np.bool_))
         hit = np.flatnonzero(np.logical_or(ahead, behind, out=special))
+        if len(hit) == 0:
+            return hit, np.zeros(0)
         wanted = move[hit]
         fwd = hit[(wanted > 0) & ahead[hit]]
         back = hit[(wanted < 0) & behind[hit]]
