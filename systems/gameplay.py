@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecs_engine import World
+from ecs_engine import Query, World
 from ecs_engine.components import (
     Ammo,
     Bouncer,
@@ -154,10 +154,17 @@ def lifetimes(world: World, dt: float) -> None:
         world.despawn_batch(expired)
 
 
+def _hits(shots: tuple[np.ndarray, ...], owners: np.ndarray, h: Query) -> np.ndarray:
+    """(projectiles, targets) matrix: which projectile box overlaps which target of ``h``
+    (Health, Position, Collider), never its owner."""
+    hits = overlap_matrix(shots, box_edges(h[Position], h[Collider]))
+    hits &= owners[:, None] != h.entities[None, :]
+    return hits
+
+
 def projectile_hits(world: World, dt: float) -> None:
     """Projectiles stop at walls (collision zeroed their speed) and damage what they hit
     (never their owner); entities at 0 hp despawn, the player respawns."""
-    dead: list[np.ndarray] = []
     with world.query(Projectile, Position, Collider, Velocity,
                      readonly=(Projectile, Position, Collider, Velocity)) as p:
         if len(p) == 0:
@@ -165,22 +172,23 @@ def projectile_hits(world: World, dt: float) -> None:
         shots = box_edges(p[Position], p[Collider])
         stopped = p[Velocity]["x"] == 0
         owners = p[Projectile]["owner"]
-        damage = p[Projectile]["damage"]
-        shot_keys = p.entities.copy()
-        with world.query(Health, Position, Collider, readonly=(Position, Collider)) as h:
-            hits = overlap_matrix(shots, box_edges(h[Position], h[Collider]))
-            hits &= owners[:, None] != h.entities[None, :]
-            # One target per projectile: the first it overlaps.
-            first = np.argmax(hits, axis=1)
-            hit_any = hits.any(axis=1)
-            health = h[Health]
-            np.subtract.at(health["hp"], first[hit_any], damage[hit_any])
-            if hit_any.any():
+        # Look first (read-only): most ticks no projectile touches anything with Health,
+        # and then Health is not written at all.
+        with world.query(Health, Position, Collider, readonly=(Health, Position, Collider)) as h:
+            hit_any = _hits(shots, owners, h).any(axis=1)
+        if hit_any.any():
+            with world.query(Health, Position, Collider, readonly=(Position, Collider)) as h:
+                hits = _hits(shots, owners, h)
+                # One target per projectile: the first it overlaps.
+                first = np.argmax(hits, axis=1)
+                hit_any = hits.any(axis=1)
+                damage = p[Projectile]["damage"]
+                np.subtract.at(h[Health]["hp"], first[hit_any], damage[hit_any])
                 emit(world, "hit", h[Position]["x"][first[hit_any]],
                      h[Position]["y"][first[hit_any]])
-        dead.append(shot_keys[hit_any | stopped])
-    if dead and len(dead[0]):
-        world.despawn_batch(dead[0])
+        done = p.entities[hit_any | stopped].copy()
+    if len(done):
+        world.despawn_batch(done)
     _handle_deaths(world)
 
 
