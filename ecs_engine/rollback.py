@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE, key_str
-from ecs_engine.memcopy import as_bytes, copy_into
+from ecs_engine.memcopy import as_bytes
 from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.snapshot import Snapshot, StoreSnapshot, restore_snapshot, run_restore_callbacks
@@ -71,6 +71,11 @@ class _StoreBuffer:
         self.data = np.empty(0, store.data.dtype)
         self.entities = np.empty(0, KEY_DTYPE)
         self.sparse = np.empty(0, np.int32)
+        self._data_bytes = as_bytes(self.data)  # ``data`` as one flat byte view
+        # Read-only views of the whole buffers: their slices are read-only for free.
+        self._frozen = {"data": _frozen_view(self.data),
+                        "entities": _frozen_view(self.entities),
+                        "sparse": _frozen_view(self.sparse)}
         self.n = 0
         self.has_sparse = False
         self.sparse_len = 0
@@ -80,6 +85,15 @@ class _StoreBuffer:
         self.data_version = -1
         self.layout_version = -1
         self.chunk_versions = np.zeros(0, np.int64)
+
+    def _reserve(self, name: str, size: int) -> None:
+        """Room for ``size`` items in buffer ``name`` (a new buffer, contents undefined,
+        when the old one is too small)."""
+        buf = getattr(self, name)
+        grown = _grow(buf, size)
+        if grown is not buf:
+            setattr(self, name, grown)
+            self._frozen[name] = _frozen_view(grown)
 
     def record(self, store: ComponentStore, ctype: type, high_water: int,
                group_size: int) -> StoreSnapshot:
@@ -92,12 +106,13 @@ class _StoreBuffer:
             return made  # the common case for static stores: no work at all
         n = store.n
         if self.layout_version != store.layout_version:
-            self.entities = _grow(self.entities, n)
-            copy_into(self.entities[:n], store.entities[:n])
+            # (keys and the index are plain integer arrays: a slice assignment is a memcpy)
+            self._reserve("entities", n)
+            self.entities[:n] = store.entities[:n]
             self.has_sparse = n * 8 >= high_water  # as in take_snapshot: dense stores only
             if self.has_sparse:
-                self.sparse = _grow(self.sparse, high_water)
-                copy_into(self.sparse[:high_water], store.sparse[:high_water])
+                self._reserve("sparse", high_water)
+                self.sparse[:high_water] = store.sparse[:high_water]
                 self.sparse_len = high_water
             same_rows = False
         else:
@@ -106,11 +121,13 @@ class _StoreBuffer:
             count = max(1, -(-n // CHUNK_ROWS))
             live = store.chunk_versions[:count]
             if len(self.data) < n:
-                self.data = _grow(self.data, n)
+                self._reserve("data", n)
+                self._data_bytes = as_bytes(self.data)
                 same_rows = False
             itemsize = store.data.dtype.itemsize
             if n and itemsize:
-                src, dst = as_bytes(store.data), as_bytes(self.data)
+                # Rows as bytes: numpy copies structured rows field by field (~20x slower).
+                src, dst = store.data.view(np.uint8), self._data_bytes
                 end = n * itemsize
                 if count == 1:  # one chunk (most stores): one memcpy, no version checks
                     dst[:end] = src[:end]
@@ -126,11 +143,12 @@ class _StoreBuffer:
             self.data_version = store.data_version
         if not same_rows or self._views is None:
             count = max(1, -(-n // CHUNK_ROWS))
+            frozen = self._frozen
+            data = frozen["data"]
             self._views = (
-                tuple(_frozen_view(self.data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)])
-                      for i in range(count)),
-                _frozen_view(self.entities[:n]),
-                _frozen_view(self.sparse[: self.sparse_len]) if self.has_sparse else None)
+                tuple(data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)] for i in range(count)),
+                frozen["entities"][:n],
+                frozen["sparse"][: self.sparse_len] if self.has_sparse else None)
         self.n = n
         self.layout_version = store.layout_version
         chunks, entities, sparse = self._views
@@ -161,9 +179,9 @@ class _Frame:
             self.generations = _grow(self.generations, hw)
             self.alive = _grow(self.alive, hw)
             self.free = _grow(self.free, slots.n_free)
-            copy_into(self.generations[:hw], slots.generations[:hw])
-            copy_into(self.alive[:hw], slots.alive[:hw])
-            copy_into(self.free[: slots.n_free], slots.free[: slots.n_free])
+            self.generations[:hw] = slots.generations[:hw]
+            self.alive[:hw] = slots.alive[:hw]
+            self.free[: slots.n_free] = slots.free[: slots.n_free]
             self.slots = SlotTable(_frozen_view(self.generations[:hw]),
                                    _frozen_view(self.alive[:hw]),
                                    _frozen_view(self.free[: slots.n_free]))
