@@ -205,6 +205,11 @@ class StaticGrid:
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
         """Boolean mask: does each query box overlap any static box?"""
+        if len(self.left) and len(left) * len(self.left) <= BRUTE_FORCE_PAIRS:
+            # (pairs' every-pair test, reduced per query box without listing the pairs)
+            hit = ((left[:, None] < self.right) & (right[:, None] > self.left)
+                   & (bottom[:, None] < self.top) & (top[:, None] > self.bottom))
+            return np.logical_or.reduce(hit, axis=1)
         qi, _ = self.pairs(left, bottom, right, top)
         mask = np.zeros(len(left), np.bool_)
         mask[qi] = True
