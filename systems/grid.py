@@ -140,8 +140,8 @@ class StaticGrid:
         a0, a1, b0, b1 = (x0, x1, y0, y1) if axis == "x" else (y0, y1, x0, x1)
         reach_lo = lo + np.clip(move, -np.inf, 0.0)  # (clip: np.minimum's values, faster)
         reach_hi = hi + np.clip(move, 0.0, np.inf)
-        moving = np.flatnonzero((move != 0) & (reach_lo < a1) & (reach_hi > a0)
-                                & (other_lo < b1) & (other_hi > b0))
+        moving = ((move != 0) & (reach_lo < a1) & (reach_hi > a0)
+                  & (other_lo < b1) & (other_hi > b0)).nonzero()[0]
         if len(moving) == 0:
             return np.zeros(0, np.int64), np.zeros(0)
         m_lo, m_hi, o_lo, o_hi, mv = (a[moving] for a in (lo, hi, other_lo, other_hi, move))
@@ -166,7 +166,7 @@ class StaticGrid:
         limit = np.full(len(moving), np.inf)
         np.minimum.at(limit, qi[ahead], box_lo[ahead] - m_hi[qi[ahead]] - skin)
         np.minimum.at(limit, qi[behind], -(box_hi[behind] - m_lo[qi[behind]] + skin))
-        found = np.flatnonzero(limit < np.inf)
+        found = (limit < np.inf).nonzero()[0]
         limit = limit[found]
         back = mv[found] < 0
         limit[back] = -limit[back]
@@ -189,7 +189,7 @@ class StaticGrid:
         behind = over & ~fwd[:, None] & (b_hi <= c[:, None])  # (movers only: mv != 0)
         limit = np.where(fwd, np.where(ahead, b_lo - m_hi[:, None] - skin, np.inf).min(axis=1),
                          np.where(behind, b_hi - m_lo[:, None] + skin, -np.inf).max(axis=1))
-        found = np.flatnonzero(np.isfinite(limit))
+        found = np.isfinite(limit).nonzero()[0]
         return found, limit[found]
 
     def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,

@@ -207,7 +207,7 @@ class TileGrid:
         span = np.subtract(last, first, out=s.get("tile.span", n, np.int32))  # rows - 1
         special = np.greater(span.view(np.uint32), 1, out=s.get("tile.special", n, np.bool_))
         special |= np.equal(f[2], centre, out=s.get("tile.whole", n, np.bool_))
-        odd = np.flatnonzero(special)
+        odd = special.nonzero()[0]  # (flatnonzero's result, without its Python wrapper)
         if len(odd):
             over = span[odd].view(np.uint32) > 1
             whole = odd[~over]  # a run starting at column floor(centre) = centre counts
@@ -222,7 +222,7 @@ class TileGrid:
                                                                           np.bool_))
         behind = np.greater(face_back, np.add(lo, move, out=reach),
                             out=s.get("tile.behind", n, np.bool_))
-        hit = np.flatnonzero(np.logical_or(ahead, behind, out=special))
+        hit = np.logical_or(ahead, behind, out=special).nonzero()[0]
         if len(hit) == 0:
             return hit, np.zeros(0)
         wanted = move[hit]
