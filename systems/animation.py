@@ -18,6 +18,8 @@ from ecs_engine import World
 from ecs_engine.components import Grounded, Health, Sprite, Velocity
 from ecs_engine.components.render import FRAME_FALL, FRAME_IDLE, FRAME_JUMP, FRAME_WALK
 from ecs_engine.entity import key_slots
+from ecs_engine.storage import ComponentStore
+from ecs_engine.systems.versioned import derived
 
 __all__ = ["BLINK_HZ", "WALK_FPS", "animate"]
 
@@ -33,10 +35,9 @@ CACHE_KEY = "systems.animation.rows"  # world.caches: which Sprite rows animate 
 class _Rows:
     """Sprite rows by how they animate, besides the bodies (Velocity and Grounded), with
     the rows of the columns they read. Which entities have which components changes
-    only with a layout (``key``: the layout versions they were read at), so a tick
-    reuses them: one pass over the Sprite column instead of a query per kind."""
+    only with a layout, so a tick reuses them (cached by the layout versions they were
+    read at): one pass over the Sprite column instead of a query per kind."""
 
-    key: tuple[int, ...]
     cycling: slice | np.ndarray  # no Velocity or no Grounded: run the cycle
     facing: np.ndarray  # a Velocity but no Grounded: also face the way they move ...
     facing_velocity: np.ndarray  # ... their Velocity rows
@@ -56,19 +57,18 @@ def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
 def _rows(world: World) -> _Rows:
     stores = [world.store(t) for t in (Sprite, Velocity, Grounded, Health)]
     key = tuple(s.layout_version for s in stores)
-    cached = world.caches.get(CACHE_KEY)
-    if isinstance(cached, _Rows) and cached.key == key:
-        return cached
-    sprites, velocities, grounded, health = stores
+    return derived(world, CACHE_KEY, key, lambda: _find_rows(stores))
+
+
+def _find_rows(stores: list[ComponentStore]) -> _Rows:
+    sprites = stores[0]
     slots = key_slots(sprites.entities[: sprites.n])
     vel_rows, ground_rows, health_rows = (s.rows_of(slots) for s in stores[1:])
     moving = vel_rows >= 0
-    facing = np.flatnonzero(moving & (ground_rows < 0))
-    blinking = np.flatnonzero(health_rows >= 0)
-    found = _Rows(key, _as_slice(np.flatnonzero(~(moving & (ground_rows >= 0)))), facing,
-                  vel_rows[facing], blinking, health_rows[blinking])
-    world.caches[CACHE_KEY] = found
-    return found
+    facing = (moving & (ground_rows < 0)).nonzero()[0]
+    blinking = (health_rows >= 0).nonzero()[0]
+    return _Rows(_as_slice((~(moving & (ground_rows >= 0))).nonzero()[0]), facing,
+                 vel_rows[facing], blinking, health_rows[blinking])
 
 
 def animate(world: World, dt: float) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 from ecs_engine import ChildOf, World, depth_levels
 from ecs_engine.components import LocalOffset, Position
 from ecs_engine.entity import key_slots
+from ecs_engine.systems.versioned import derived
 
 CACHE_KEY = "systems.transform.links"  # world.caches: the rows follow_parents works on
 
@@ -17,10 +18,9 @@ CACHE_KEY = "systems.transform.links"  # world.caches: the rows follow_parents w
 class _Links:
     """Which Position rows follow which, level by level, shallowest first: (child rows,
     parent rows, the children's LocalOffset rows) per level. They change only when an
-    entity moves rows or a parent link changes (``key``: the versions they were read at),
-    so a tick reuses them instead of re-deriving them from keys."""
+    entity moves rows or a parent link changes, so a tick reuses them (cached by the
+    versions they were read at) instead of re-deriving them from keys."""
 
-    key: tuple[int, ...]
     levels: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
     written: np.ndarray  # every child row written, for one version bump
 
@@ -31,9 +31,11 @@ def _links(world: World) -> _Links:
     # Parent links change only through world.set_parent, which moves ChildOf's version.
     key = (positions.layout_version, offsets.layout_version, links.layout_version,
            links.data_version)
-    cached = world.caches.get(CACHE_KEY)
-    if isinstance(cached, _Links) and cached.key == key:
-        return cached
+    return derived(world, CACHE_KEY, key, lambda: _find_links(world))
+
+
+def _find_links(world: World) -> _Links:
+    positions, offsets = world.store(Position), world.store(LocalOffset)
     with world.query(LocalOffset, ChildOf, readonly=(LocalOffset, ChildOf)) as q:
         children = q.entities.copy()
         parents = q[ChildOf]["parent"].copy()
@@ -48,9 +50,7 @@ def _links(world: World) -> _Links:
             levels.append((child_rows[ok], parent_rows[ok], offset_rows[level][ok]))
     written = np.concatenate([rows for rows, _, _ in levels]) if levels else np.zeros(0,
                                                                                      np.int64)
-    found = _Links(key, tuple(levels), written)
-    world.caches[CACHE_KEY] = found
-    return found
+    return _Links(tuple(levels), written)
 
 
 def follow_parents(world: World, dt: float) -> None:
