@@ -36,6 +36,7 @@ from ecs_engine.entity import key_slots
 from ecs_engine.systems.collision import solid_at
 from ecs_engine.systems.events import emit
 from ecs_engine.systems.grid import box_edges
+from ecs_engine.systems.versioned import recall, remember
 
 SHOOT_COOLDOWN = 0.25  # seconds between player shots
 PROJECTILE_SPEED = 22.0  # units/s
@@ -44,7 +45,7 @@ PICKUP_HEALTH, PICKUP_AMMO, PICKUP_COIN = 0, 1, 2
 PICKUP_EVENTS = {PICKUP_HEALTH: "heart", PICKUP_AMMO: "ammo", PICKUP_COIN: "coin"}
 DOWN = -1.0  # Health.invulnerable of a player at 0 hp (down, out of the game)
 WON_AT = "won_at"  # resource: the tick a player first reached a goal
-# world.caches: the store versions at which _handle_deaths last found nothing to do
+# world.caches: store versions at which _handle_deaths found nothing to do
 DEATHS_CHECKED = "systems.gameplay.deaths_checked"
 
 
@@ -202,7 +203,7 @@ def _handle_deaths(world: World) -> None:
     health_store = world.store(Health)
     seen = (health_store.data_version, health_store.layout_version,
             world.store(Position).layout_version, world.store(Player).layout_version)
-    if world.caches.get(DEATHS_CHECKED) == seen:
+    if recall(world, DEATHS_CHECKED, seen):
         return
     with world.query(Health, Position, without=(Player,), readonly=(Health, Position)) as q:
         dead = q[Health]["hp"] <= 0
@@ -216,7 +217,7 @@ def _handle_deaths(world: World) -> None:
         # invulnerable < 0 marks a player already down, so "down" is emitted once.
         if not ((health["hp"] <= 0) & (health["invulnerable"] >= 0)).any():
             if not len(gone):
-                world.caches[DEATHS_CHECKED] = seen
+                remember(world, DEATHS_CHECKED, seen)
             return  # the common case: look, write nothing
     with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
         health = q[Health]
@@ -269,6 +270,9 @@ def touch_damage(world: World, dt: float) -> None:
 
 def pickups(world: World, dt: float) -> None:
     """Players collect overlapping pickups: health, ammo or coins."""
+    # (No read-only look first, unlike touch_damage: this writing query is what keeps
+    # Health, Ammo and Score in the moving-body group's row order within the tick, and
+    # row order is state.)
     taken: np.ndarray | None = None
     with world.query(Player, Position, Collider, Health, Ammo, Score,
                      readonly=(Player, Position, Collider)) as p:
@@ -325,12 +329,14 @@ def _landed(ground: np.ndarray) -> np.ndarray:
     fields are one 16-bit word per row: nonzero exactly when either is set."""
     if ground.dtype.names == ("on_ground", "wall") and ground.dtype.itemsize == 2 \
             and ground.flags.c_contiguous:
-        return np.flatnonzero(ground.view(np.uint16) != 0)
-    return np.flatnonzero(ground["on_ground"] | (ground["wall"] != 0))
+        return (ground.view(np.uint16) != 0).nonzero()[0]
+    return (ground["on_ground"] | (ground["wall"] != 0)).nonzero()[0]
 
 
 def bounce(world: World, dt: float) -> None:
     """Bouncers that landed jump again with a random speed and direction."""
+    if world.store(Bouncer).n == 0:
+        return  # (a level with no bouncers: nothing to look at)
     with world.query(Grounded, readonly=(Grounded,)) as q:  # one column, no gather
         landed = q.entities[_landed(q[Grounded])]
     if len(landed) == 0:
@@ -340,7 +346,7 @@ def bounce(world: World, dt: float) -> None:
     slots = key_slots(landed)
     rows = bouncers.rows_of(slots)
     vrows = velocities.rows_of(slots)
-    jumping = np.flatnonzero((rows >= 0) & (vrows >= 0))
+    jumping = ((rows >= 0) & (vrows >= 0)).nonzero()[0]
     n = len(jumping)
     if n == 0:
         return

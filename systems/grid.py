@@ -20,8 +20,9 @@ def box_edges(pos: np.ndarray,
               col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(left, bottom, right, top) in world units of boxes from Position (centre) and
     Collider (full size) rows."""
+    x, y = pos["x"], pos["y"]  # (each field access builds a view: once each)
     hw, hh = col["w"] * 0.5, col["h"] * 0.5
-    return pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh
+    return x - hw, y - hh, x + hw, y + hh
 
 
 def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
