@@ -282,8 +282,11 @@ class TileGrid:
         # Both axes in one array (row 0: x, row 1: y), so each step is one call for both.
         # Round in world units, then shift by the (whole) origin: subtracting the origin
         # first could round a coordinate just below a cell edge onto it.
-        first = np.floor(np.array((left, bottom))).astype(np.int64) - self._origin
-        last = np.ceil(np.array((right, top))).astype(np.int64) - (self._origin + 1)
+        shape = np.shape(left)  # (scalars and any shape in, the same shape out)
+        first = np.floor(np.array((left, bottom)).reshape(2, -1)).astype(np.int64) \
+            - self._origin
+        last = np.ceil(np.array((right, top)).reshape(2, -1)).astype(np.int64) \
+            - (self._origin + 1)
         np.maximum(first, 0, out=first)
         np.minimum(last, self._last_cell, out=last)
         ok = (last >= first).all(axis=0)
@@ -293,4 +296,4 @@ class TileGrid:
         (c0, r0), (c1, r1) = first, last
         p = self.prefix
         count = p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0]
-        return ok & (count > 0)
+        return (ok & (count > 0)).reshape(shape)
