@@ -245,10 +245,11 @@ def _contact(world: World, dt: float, health: np.ndarray, pos: np.ndarray,
 
 def touch_damage(world: World, dt: float) -> None:
     """Enemies hurt the player on touch, then the player is briefly invulnerable."""
-    # Look first (read-only): most ticks nobody is invulnerable or touched, and then
-    # nothing is written (a written column is a changed store for snapshots and rollback).
-    with world.query(Player, Position, Collider, Health,
-                     readonly=(Player, Position, Collider, Health)) as p:
+    # Look first (read-only, the same players as the writing query below): most ticks
+    # nobody is invulnerable or touched, and then nothing is written (a written column
+    # is a changed store for snapshots and rollback).
+    with world.query(Player, Health, Position, Collider, Velocity,
+                     readonly=(Player, Health, Position, Collider, Velocity)) as p:
         if len(p) == 0:
             return
         health = p[Health]
