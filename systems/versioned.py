@@ -18,7 +18,8 @@ from ecs_engine import World
 __all__ = ["KEEP", "derived", "recall", "remember"]
 
 T = TypeVar("T")
-KEEP = 16  # states remembered per cache key (more than a rollback's usual 8 frames)
+KEEP = 8  # states remembered per cache key: a rollback's usual reach (8 frames) sees
+# only a few layouts; each entry costs the memory of the rows it lists
 
 
 def _entries(world: World, key: str) -> dict[Hashable, Any]:
