@@ -152,26 +152,36 @@ def fall_out(world: World, dt: float) -> None:
             return  # the common case touches (and so versions) nothing
         fallen = q.entities[fell].copy()
     slots = key_slots(fallen)
-
-    def having(ctype: type) -> np.ndarray:
-        return world.store(ctype).rows_of(slots) >= 0
-
-    moving = having(Velocity)
-    player = having(Player) & moving
-    bouncer = having(Bouncer) & moving & ~player
+    # The rows of each store once (the fallen come straight from a query: alive, and
+    # every write below goes to rows they have).
+    rows = {ctype: world.store(ctype).rows_of(slots) for ctype in (Velocity, Player, Bouncer)}
+    moving = rows[Velocity] >= 0
+    player = (rows[Player] >= 0) & moving
+    bouncer = (rows[Bouncer] >= 0) & moving & ~player
     if player.any():  # values written in place: no structural change
         start = world.resources.get("player_start") or [1.0, 1.0]
-        world.set_batch(fallen[player], Position, {"x": start[0], "y": start[1]})
-        world.set_batch(fallen[player], Velocity, {"x": 0.0, "y": 0.0})
+        _write(world, slots[player], Position, x=start[0], y=start[1])
+        _write(world, slots[player], Velocity, x=0.0, y=0.0)
     n = int(np.count_nonzero(bouncer))
     if n:
         width, height = world.resources.get("level_size") or [2, 0]
         xs = world.rng.uniform(1.0, max(2.0, float(width) - 1.0), n)
-        world.set_batch(fallen[bouncer], Position, {"x": xs, "y": float(height) + 2.0})
-        world.set_batch(fallen[bouncer], Velocity, {"x": 0.0, "y": 0.0})
-    gone = fallen[~(having(Player) | having(Bouncer))]
+        _write(world, slots[bouncer], Position, x=xs, y=float(height) + 2.0)
+        _write(world, slots[bouncer], Velocity, x=0.0, y=0.0)
+    gone = fallen[(rows[Player] < 0) & (rows[Bouncer] < 0)]
     if len(gone):
         world.despawn_batch(gone)
+
+
+def _write(world: World, slots: np.ndarray, ctype: type, **values: object) -> None:
+    """Write field values into the ``ctype`` rows of live entities (by slot) that have
+    it: ``set_batch``'s write without its per-call key and value checks (a bouncer
+    falls out on most ticks of a stress run)."""
+    store = world.store(ctype)
+    rows = store.rows_of(slots)
+    for name, value in values.items():
+        store.columns[name][rows] = value
+    store.touch(rows)
 
 
 def level_bounds(world: World, summary: LevelSummary) -> tuple[float, float, float, float]:

@@ -68,7 +68,7 @@ class LevelColliders:
         # A row both parts stop keeps the nearer limit (the smaller one moving forward,
         # the larger one moving back). The general grid's rows come out sorted.
         k = np.minimum(np.searchsorted(rest_rows, tile_rows), len(rest_rows) - 1)
-        both = np.flatnonzero(rest_rows[k] == tile_rows)
+        both = (rest_rows[k] == tile_rows).nonzero()[0]
         if len(both):
             k = k[both]
             fwd = move[rest_rows[k]] > 0
@@ -98,7 +98,7 @@ class LevelColliders:
             band = band[::-1]
         (c, half, move, lo, hi), (c2, half2, move2, lo2, hi2) = band
         margin = 2 * float(half.max()) + max(float(move.max()), -float(move.min())) + 0.01
-        rows = np.flatnonzero((c > lo - margin) & (c < hi + margin))
+        rows = ((c > lo - margin) & (c < hi + margin)).nonzero()[0]
         margin2 = 2 * half2[rows] + np.abs(move2[rows]) + 0.01
         inside = c2[rows]
         return rows[(inside > lo2 - margin2) & (inside < hi2 + margin2)]

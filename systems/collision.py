@@ -33,6 +33,9 @@ def _sweep(colliders: LevelColliders, axis: str, centre: np.ndarray, lo: np.ndar
     """
     rows, limit = colliders.stops(axis, centre, lo, hi, other_lo, other_hi, move, SKIN,
                                   scratch, near)
+    if len(rows) == 0:  # nothing in the way (the x pass, most ticks): just move
+        centre += move
+        return rows, np.zeros(0, np.int8)
     wanted = move[rows]
     fwd = wanted > 0
     stop = np.where(fwd, wanted > limit, wanted < limit)
@@ -86,6 +89,8 @@ def _move(grid: LevelColliders | StaticGrid, parts: Sequence[Bodies], dt: float,
         pos["x"] = x[rows]
         pos["y"] = y[rows]
         for field, hit in (("x", wall[0]), ("y", floor[0])):
+            if len(hit) == 0:
+                continue  # (walls: most ticks)
             if len(spans) > 1:
                 hit = hit[(hit >= rows.start) & (hit < rows.stop)] - rows.start
             vel[field][hit] = 0
@@ -124,8 +129,11 @@ def collide(world: World, dt: float) -> None:
         wall_rows, wall_side, floor_rows, floor_side = _move(grid, parts, dt, scratch)
         n = len(q)
         if len(parts) > 1:  # hits of the Grounded rows only (they come first)
-            wall_side, wall_rows = wall_side[wall_rows < n], wall_rows[wall_rows < n]
-            floor_side, floor_rows = floor_side[floor_rows < n], floor_rows[floor_rows < n]
+            if len(wall_rows):
+                mine = wall_rows < n
+                wall_side, wall_rows = wall_side[mine], wall_rows[mine]
+            mine = floor_rows < n
+            floor_side, floor_rows = floor_side[mine], floor_rows[mine]
         ground = q[Grounded]
         if ground.dtype.itemsize == 2 and ground.flags.c_contiguous:
             ground.view(np.uint16).fill(0)  # both one-byte fields, one word per row
@@ -133,7 +141,8 @@ def collide(world: World, dt: float) -> None:
             ground["on_ground"] = False
             ground["wall"] = 0
         ground["on_ground"][floor_rows[floor_side < 0]] = True
-        ground["wall"][wall_rows] = wall_side
+        if len(wall_rows):
+            ground["wall"][wall_rows] = wall_side
 
 
 def solid_at(world: World, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecs_engine import World
+from ecs_engine import Query, World
 from ecs_engine.components import (
     Ammo,
     Bouncer,
@@ -36,6 +36,7 @@ from ecs_engine.entity import key_slots
 from ecs_engine.systems.collision import solid_at
 from ecs_engine.systems.events import emit
 from ecs_engine.systems.grid import box_edges
+from ecs_engine.systems.versioned import recall, remember
 
 SHOOT_COOLDOWN = 0.25  # seconds between player shots
 PROJECTILE_SPEED = 22.0  # units/s
@@ -44,6 +45,8 @@ PICKUP_HEALTH, PICKUP_AMMO, PICKUP_COIN = 0, 1, 2
 PICKUP_EVENTS = {PICKUP_HEALTH: "heart", PICKUP_AMMO: "ammo", PICKUP_COIN: "coin"}
 DOWN = -1.0  # Health.invulnerable of a player at 0 hp (down, out of the game)
 WON_AT = "won_at"  # resource: the tick a player first reached a goal
+# world.caches: store versions at which _handle_deaths found nothing to do
+DEATHS_CHECKED = "systems.gameplay.deaths_checked"
 
 
 def input_state(world: World) -> dict[str, bool]:
@@ -133,6 +136,8 @@ def spawners(world: World, dt: float) -> None:
         spawner, pos = q[Spawner], q[Position]
         spawner["cooldown"] -= dt
         firing = spawner["cooldown"] <= 0
+        if not firing.any():
+            return  # most ticks: cooling down, nothing to fire
         spawner["cooldown"][firing] += spawner["interval"][firing]
         direction = spawner["direction"][firing].astype(np.float32)
         shots = (pos["x"][firing] + direction * 0.8, pos["y"][firing].copy(),
@@ -150,10 +155,17 @@ def lifetimes(world: World, dt: float) -> None:
         world.despawn_batch(expired)
 
 
+def _hits(shots: tuple[np.ndarray, ...], owners: np.ndarray, h: Query) -> np.ndarray:
+    """(projectiles, targets) matrix: which projectile box overlaps which target of ``h``
+    (Health, Position, Collider), never its owner."""
+    hits = overlap_matrix(shots, box_edges(h[Position], h[Collider]))
+    hits &= owners[:, None] != h.entities[None, :]
+    return hits
+
+
 def projectile_hits(world: World, dt: float) -> None:
     """Projectiles stop at walls (collision zeroed their speed) and damage what they hit
     (never their owner); entities at 0 hp despawn, the player respawns."""
-    dead: list[np.ndarray] = []
     with world.query(Projectile, Position, Collider, Velocity,
                      readonly=(Projectile, Position, Collider, Velocity)) as p:
         if len(p) == 0:
@@ -161,22 +173,23 @@ def projectile_hits(world: World, dt: float) -> None:
         shots = box_edges(p[Position], p[Collider])
         stopped = p[Velocity]["x"] == 0
         owners = p[Projectile]["owner"]
-        damage = p[Projectile]["damage"]
-        shot_keys = p.entities.copy()
-        with world.query(Health, Position, Collider, readonly=(Position, Collider)) as h:
-            hits = overlap_matrix(shots, box_edges(h[Position], h[Collider]))
-            hits &= owners[:, None] != h.entities[None, :]
-            # One target per projectile: the first it overlaps.
-            first = np.argmax(hits, axis=1)
-            hit_any = hits.any(axis=1)
-            health = h[Health]
-            np.subtract.at(health["hp"], first[hit_any], damage[hit_any])
-            if hit_any.any():
+        # Look first (read-only): most ticks no projectile touches anything with Health,
+        # and then Health is not written at all.
+        with world.query(Health, Position, Collider, readonly=(Health, Position, Collider)) as h:
+            hit_any = _hits(shots, owners, h).any(axis=1)
+        if hit_any.any():
+            with world.query(Health, Position, Collider, readonly=(Position, Collider)) as h:
+                hits = _hits(shots, owners, h)
+                # One target per projectile: the first it overlaps.
+                first = np.argmax(hits, axis=1)
+                hit_any = hits.any(axis=1)
+                damage = p[Projectile]["damage"]
+                np.subtract.at(h[Health]["hp"], first[hit_any], damage[hit_any])
                 emit(world, "hit", h[Position]["x"][first[hit_any]],
                      h[Position]["y"][first[hit_any]])
-        dead.append(shot_keys[hit_any | stopped])
-    if dead and len(dead[0]):
-        world.despawn_batch(dead[0])
+        done = p.entities[hit_any | stopped].copy()
+    if len(done):
+        world.despawn_batch(done)
     _handle_deaths(world)
 
 
@@ -184,6 +197,14 @@ def _handle_deaths(world: World) -> None:
     """Despawn entities at 0 hp (a ``defeat`` event each). A player at 0 hp is down: it
     stays (hp 0, standing still, a ``down`` event) and the game decides what follows (the
     demo shows game over)."""
+    # What this reads depends only on Health's values and on which entities have
+    # Health, Position and Player: when none of that moved since a check that found
+    # nothing to do, this one finds nothing either (most ticks: nobody was hit).
+    health_store = world.store(Health)
+    seen = (health_store.data_version, health_store.layout_version,
+            world.store(Position).layout_version, world.store(Player).layout_version)
+    if recall(world, DEATHS_CHECKED, seen):
+        return
     with world.query(Health, Position, without=(Player,), readonly=(Health, Position)) as q:
         dead = q[Health]["hp"] <= 0
         gone = q.entities[dead].copy()
@@ -195,6 +216,8 @@ def _handle_deaths(world: World) -> None:
         health = q[Health]
         # invulnerable < 0 marks a player already down, so "down" is emitted once.
         if not ((health["hp"] <= 0) & (health["invulnerable"] >= 0)).any():
+            if not len(gone):
+                remember(world, DEATHS_CHECKED, seen)
             return  # the common case: look, write nothing
     with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
         health = q[Health]
@@ -207,30 +230,50 @@ def _handle_deaths(world: World) -> None:
             q[Velocity]["y"][down] = np.minimum(q[Velocity]["y"][down], 0)
 
 
+def _contact(world: World, dt: float, health: np.ndarray, pos: np.ndarray,
+             col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For players with these Health, Position and Collider rows: (invulnerable time left
+    after this tick's countdown, who an enemy hurts now, the damage)."""
+    inv = health["invulnerable"]
+    left = np.where(inv > 0, np.maximum(inv - dt, 0), inv)
+    with world.query(Enemy, Position, Collider, readonly=(Enemy, Position, Collider)) as e:
+        touching = overlap_matrix(box_edges(pos, col), box_edges(e[Position], e[Collider]))
+        damage = (touching * e[Enemy]["damage"][None, :]).max(axis=1, initial=0)
+    hurt = (damage > 0) & (left <= 0) & (health["hp"] > 0)
+    return left, hurt, damage
+
+
 def touch_damage(world: World, dt: float) -> None:
     """Enemies hurt the player on touch, then the player is briefly invulnerable."""
+    # Look first (read-only, the same players as the writing query below): most ticks
+    # nobody is invulnerable or touched, and then nothing is written (a written column
+    # is a changed store for snapshots and rollback).
     with world.query(Player, Health, Position, Collider, Velocity,
-                     readonly=(Player, Position, Collider)) as p:
+                     readonly=(Player, Health, Position, Collider, Velocity)) as p:
         if len(p) == 0:
             return
         health = p[Health]
-        inv = health["invulnerable"]
-        health["invulnerable"] = np.where(inv > 0, np.maximum(inv - dt, 0), inv)
-        with world.query(Enemy, Position, Collider, readonly=(Enemy, Position, Collider)) as e:
-            touching = overlap_matrix(box_edges(p[Position], p[Collider]),
-                                      box_edges(e[Position], e[Collider]))
-            damage = (touching * e[Enemy]["damage"][None, :]).max(axis=1, initial=0)
-        hurt = (damage > 0) & (health["invulnerable"] <= 0) & (health["hp"] > 0)
-        health["hp"][hurt] -= damage[hurt].astype(np.int16)
-        health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
-        p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
-        if hurt.any():
-            emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
+        _, hurt, _ = _contact(world, dt, health, p[Position], p[Collider])
+        due = hurt.any() or (health["invulnerable"] > 0).any()
+    if due:
+        with world.query(Player, Health, Position, Collider, Velocity,
+                         readonly=(Player, Position, Collider)) as p:
+            health = p[Health]
+            health["invulnerable"], hurt, damage = _contact(world, dt, health, p[Position],
+                                                            p[Collider])
+            health["hp"][hurt] -= damage[hurt].astype(np.int16)
+            health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
+            p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
+            if hurt.any():
+                emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
     _handle_deaths(world)
 
 
 def pickups(world: World, dt: float) -> None:
     """Players collect overlapping pickups: health, ammo or coins."""
+    # (No read-only look first, unlike touch_damage: this writing query is what keeps
+    # Health, Ammo and Score in the moving-body group's row order within the tick, and
+    # row order is state.)
     taken: np.ndarray | None = None
     with world.query(Player, Position, Collider, Health, Ammo, Score,
                      readonly=(Player, Position, Collider)) as p:
@@ -287,12 +330,14 @@ def _landed(ground: np.ndarray) -> np.ndarray:
     fields are one 16-bit word per row: nonzero exactly when either is set."""
     if ground.dtype.names == ("on_ground", "wall") and ground.dtype.itemsize == 2 \
             and ground.flags.c_contiguous:
-        return np.flatnonzero(ground.view(np.uint16) != 0)
-    return np.flatnonzero(ground["on_ground"] | (ground["wall"] != 0))
+        return (ground.view(np.uint16) != 0).nonzero()[0]
+    return (ground["on_ground"] | (ground["wall"] != 0)).nonzero()[0]
 
 
 def bounce(world: World, dt: float) -> None:
     """Bouncers that landed jump again with a random speed and direction."""
+    if world.store(Bouncer).n == 0:
+        return  # (a level with no bouncers: nothing to look at)
     with world.query(Grounded, readonly=(Grounded,)) as q:  # one column, no gather
         landed = q.entities[_landed(q[Grounded])]
     if len(landed) == 0:
@@ -302,7 +347,7 @@ def bounce(world: World, dt: float) -> None:
     slots = key_slots(landed)
     rows = bouncers.rows_of(slots)
     vrows = velocities.rows_of(slots)
-    jumping = np.flatnonzero((rows >= 0) & (vrows >= 0))
+    jumping = ((rows >= 0) & (vrows >= 0)).nonzero()[0]
     n = len(jumping)
     if n == 0:
         return

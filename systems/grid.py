@@ -20,8 +20,9 @@ def box_edges(pos: np.ndarray,
               col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(left, bottom, right, top) in world units of boxes from Position (centre) and
     Collider (full size) rows."""
+    x, y = pos["x"], pos["y"]  # (each field access builds a view: once each)
     hw, hh = col["w"] * 0.5, col["h"] * 0.5
-    return pos["x"] - hw, pos["y"] - hh, pos["x"] + hw, pos["y"] + hh
+    return x - hw, y - hh, x + hw, y + hh
 
 
 def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -140,8 +141,8 @@ class StaticGrid:
         a0, a1, b0, b1 = (x0, x1, y0, y1) if axis == "x" else (y0, y1, x0, x1)
         reach_lo = lo + np.clip(move, -np.inf, 0.0)  # (clip: np.minimum's values, faster)
         reach_hi = hi + np.clip(move, 0.0, np.inf)
-        moving = np.flatnonzero((move != 0) & (reach_lo < a1) & (reach_hi > a0)
-                                & (other_lo < b1) & (other_hi > b0))
+        moving = ((move != 0) & (reach_lo < a1) & (reach_hi > a0)
+                  & (other_lo < b1) & (other_hi > b0)).nonzero()[0]
         if len(moving) == 0:
             return np.zeros(0, np.int64), np.zeros(0)
         m_lo, m_hi, o_lo, o_hi, mv = (a[moving] for a in (lo, hi, other_lo, other_hi, move))
@@ -166,7 +167,7 @@ class StaticGrid:
         limit = np.full(len(moving), np.inf)
         np.minimum.at(limit, qi[ahead], box_lo[ahead] - m_hi[qi[ahead]] - skin)
         np.minimum.at(limit, qi[behind], -(box_hi[behind] - m_lo[qi[behind]] + skin))
-        found = np.flatnonzero(limit < np.inf)
+        found = (limit < np.inf).nonzero()[0]
         limit = limit[found]
         back = mv[found] < 0
         limit[back] = -limit[back]
@@ -189,7 +190,7 @@ class StaticGrid:
         behind = over & ~fwd[:, None] & (b_hi <= c[:, None])  # (movers only: mv != 0)
         limit = np.where(fwd, np.where(ahead, b_lo - m_hi[:, None] - skin, np.inf).min(axis=1),
                          np.where(behind, b_hi - m_lo[:, None] + skin, -np.inf).max(axis=1))
-        found = np.flatnonzero(np.isfinite(limit))
+        found = np.isfinite(limit).nonzero()[0]
         return found, limit[found]
 
     def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
@@ -205,6 +206,11 @@ class StaticGrid:
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
         """Boolean mask: does each query box overlap any static box?"""
+        if len(self.left) and len(left) * len(self.left) <= BRUTE_FORCE_PAIRS:
+            # (pairs' every-pair test, reduced per query box without listing the pairs)
+            hit = ((left[:, None] < self.right) & (right[:, None] > self.left)
+                   & (bottom[:, None] < self.top) & (top[:, None] > self.bottom))
+            return np.logical_or.reduce(hit, axis=1)
         qi, _ = self.pairs(left, bottom, right, top)
         mask = np.zeros(len(left), np.bool_)
         mask[qi] = True

@@ -22,6 +22,8 @@ def gravity(world: World, dt: float) -> None:
 def integrate(world: World, dt: float) -> None:
     """Move bodies that have no ``Collider`` (colliding bodies move in ``collide``)."""
     with world.query(Position, Velocity, without=(Collider,), readonly=(Velocity,)) as q:
+        if len(q) == 0:
+            return  # (the stock game: every moving thing collides)
         pos, vel = q[Position], q[Velocity]
         pos["x"] += vel["x"] * np.float32(dt)
         pos["y"] += vel["y"] * np.float32(dt)

@@ -157,14 +157,6 @@ class TileGrid:
         return cls(ox, oy, width, height, solid, prefix, _AxisTables.build(solid, ox, oy),
                    _AxisTables.build(solid.T, oy, ox))
 
-    def _cells(self, lo: np.ndarray, hi: np.ndarray, origin: int) -> tuple[np.ndarray, ...]:
-        """First and last cell index (inclusive) that the open intervals (lo, hi) overlap."""
-        # Round in world units, then shift by the (whole) origin: subtracting the origin
-        # first could round a coordinate just below a cell edge onto it.
-        first = np.floor(lo).astype(np.int64) - origin
-        last = np.ceil(hi).astype(np.int64) - (origin + 1)
-        return first, last
-
     def stops(self, axis: str, centre: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               other_lo: np.ndarray, other_hi: np.ndarray, move: np.ndarray, skin: float,
               scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +207,7 @@ class TileGrid:
         span = np.subtract(last, first, out=s.get("tile.span", n, np.int32))  # rows - 1
         special = np.greater(span.view(np.uint32), 1, out=s.get("tile.special", n, np.bool_))
         special |= np.equal(f[2], centre, out=s.get("tile.whole", n, np.bool_))
-        odd = np.flatnonzero(special)
+        odd = special.nonzero()[0]  # (flatnonzero's result, without its Python wrapper)
         if len(odd):
             over = span[odd].view(np.uint32) > 1
             whole = odd[~over]  # a run starting at column floor(centre) = centre counts
@@ -230,7 +222,9 @@ class TileGrid:
                                                                           np.bool_))
         behind = np.greater(face_back, np.add(lo, move, out=reach),
                             out=s.get("tile.behind", n, np.bool_))
-        hit = np.flatnonzero(np.logical_or(ahead, behind, out=special))
+        hit = np.logical_or(ahead, behind, out=special).nonzero()[0]
+        if len(hit) == 0:
+            return hit, np.zeros(0)
         wanted = move[hit]
         fwd = hit[(wanted > 0) & ahead[hit]]
         back = hit[(wanted < 0) & behind[hit]]
@@ -272,15 +266,34 @@ class TileGrid:
                                  skin)
         spread_limits(rows, limit, move, limit_fwd, limit_back)
 
+    @cached_property
+    def _origin(self) -> np.ndarray:
+        """(x, y) of the grid's first cell, as a column (one row per axis)."""
+        return np.array([[self.origin_x], [self.origin_y]], np.int64)
+
+    @cached_property
+    def _last_cell(self) -> np.ndarray:
+        """(x, y) index of the grid's last cell, as a column."""
+        return np.array([[self.width - 1], [self.height - 1]], np.int64)
+
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
         """Boolean mask: does each box (open) overlap a solid cell?"""
-        c0, c1 = self._cells(left, right, self.origin_x)
-        r0, r1 = self._cells(bottom, top, self.origin_y)
-        c0, r0 = np.maximum(c0, 0), np.maximum(r0, 0)
-        c1, r1 = np.minimum(c1, self.width - 1), np.minimum(r1, self.height - 1)
-        ok = (c1 >= c0) & (r1 >= r0)
-        c0, c1, r0, r1 = (np.where(ok, v, 0) for v in (c0, c1, r0, r1))
+        # Both axes in one array (row 0: x, row 1: y), so each step is one call for both.
+        # Round in world units, then shift by the (whole) origin: subtracting the origin
+        # first could round a coordinate just below a cell edge onto it.
+        shape = np.shape(left)  # (scalars and any shape in, the same shape out)
+        first = np.floor(np.array((left, bottom)).reshape(2, -1)).astype(np.int64) \
+            - self._origin
+        last = np.ceil(np.array((right, top)).reshape(2, -1)).astype(np.int64) \
+            - (self._origin + 1)
+        np.maximum(first, 0, out=first)
+        np.minimum(last, self._last_cell, out=last)
+        ok = (last >= first).all(axis=0)
+        first *= ok  # boxes off the grid read cell (0, 0), then count as no overlap
+        last *= ok
+        last += 1
+        (c0, r0), (c1, r1) = first, last
         p = self.prefix
-        count = p[r1 + 1, c1 + 1] - p[r0, c1 + 1] - p[r1 + 1, c0] + p[r0, c0]
-        return ok & (count > 0)
+        count = p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0]
+        return (ok & (count > 0)).reshape(shape)

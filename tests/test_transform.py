@@ -57,3 +57,34 @@ def test_no_children_is_a_no_op() -> None:
     e = w.spawn(Position(x=1))
     follow_parents(w, 0.0)
     assert float(w.get(e, Position)["x"]) == 1
+
+
+def test_new_offsets_parents_and_restores_are_followed() -> None:
+    """The rows follow_parents works on are cached: a changed offset, a new parent, a
+    despawned sibling (rows move) and a restore must all still place the child right."""
+    w = World()
+    a = w.spawn(Position(x=1, y=1))
+    b = w.spawn(Position(x=50, y=50))
+    other = w.spawn(Position(), LocalOffset(x=9, y=9), ChildOf(parent=a))
+    child = w.spawn(Position(), LocalOffset(x=1, y=2), ChildOf(parent=a))
+
+    def at() -> tuple[float, float]:
+        pos = w.get(child, Position)
+        return float(pos["x"]), float(pos["y"])
+
+    follow_parents(w, 0.0)
+    assert at() == (2, 3)
+    snap = w.snapshot()
+    w.get(child, LocalOffset)["x"] = 4  # a value write: no layout change
+    follow_parents(w, 0.0)
+    assert at() == (5, 3)
+    w.set_parent(child, b)  # a link change (ChildOf's values)
+    follow_parents(w, 0.0)
+    assert at() == (54, 52)
+    w.despawn(other)  # rows move
+    follow_parents(w, 0.0)
+    assert at() == (54, 52)
+    w.restore(snap)  # back to parent a, offset (1, 2)
+    w.get(a, Position)["x"] = 10
+    follow_parents(w, 0.0)
+    assert at() == (11, 3)
