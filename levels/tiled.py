@@ -62,6 +62,8 @@ def _check_syntax(file: Path) -> None:
                 from exc
         except OSError as exc:
             raise LevelError(file, f"cannot read: {exc.strerror or exc}") from exc
+        except (LookupError, ValueError) as exc:  # e.g. <?xml encoding="U0F-8"?>
+            raise LevelError(file, f"invalid XML declaration: {exc}") from exc
     else:
         doc = load_json(file)
         if not isinstance(doc, dict) or doc.get("type") not in (None, "map"):

@@ -141,6 +141,17 @@ def test_mutated_tmx_is_a_level_error(tmp_path_factory: pytest.TempPathFactory, 
         check(folder / "m.tmx")
 
 
+@pytest.mark.parametrize("encoding", ["U0F-8", "no-such-codec", "utf-16"])
+def test_a_tmx_declaring_an_unknown_or_wrong_encoding_is_a_level_error(
+        tmp_path: Path, encoding: str) -> None:
+    """Found by the fuzzer: the XML parser raised LookupError for "U0F-8"."""
+    (tmp_path / "box.tx").write_text(TEMPLATE)
+    (tmp_path / "m.tmx").write_text(TMX.replace('encoding="UTF-8"', f'encoding="{encoding}"'))
+    with pytest.raises(LevelError):
+        load_level(World(), tmp_path / "m.tmx", stock_prefabs(), strict=False,
+                   names=stock_editor_names())
+
+
 @FUZZ
 @given(cut=st.integers(0, 4000), junk=st.binary(max_size=8))
 def test_truncated_and_binary_files_are_level_errors(tmp_path_factory: pytest.TempPathFactory,
