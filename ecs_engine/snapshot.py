@@ -147,12 +147,15 @@ class RestoreEvent:
     """Passed to ``on_restore`` callbacks after a restore or load: ``source`` ("memory",
     "file" or "rollback"), ``previous_tick`` (the tick before it) and ``snapshot``."""
 
-    __slots__ = ("_snapshot", "_world", "previous_tick", "source")
+    __slots__ = ("_settled", "_snapshot", "_world", "previous_tick", "source")
 
     def __init__(self, snapshot: Snapshot | None, source: str, previous_tick: int,
                  world: World | None = None) -> None:
         self._snapshot = snapshot
         self._world = world  # takes the snapshot on first use when none was given
+        # The world's state when the callbacks were done (a lazy event nobody asked yet):
+        # a later first use is right only if the world still holds that state.
+        self._settled: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self.source = source
         self.previous_tick = previous_tick
 
@@ -161,12 +164,27 @@ class RestoreEvent:
         """The state restored. ``world.load`` takes over the file's memory instead of
         copying it, so after a load this is ``world.snapshot()`` taken on first use (the
         world as the callbacks before this one left it); callbacks that never ask pay
-        nothing."""
+        nothing. Asked for the first time after the callbacks are done, it is the loaded
+        state while the world has not changed since, and a ``RuntimeError`` once it has
+        (the loaded state is gone: ask during the callback)."""
         if self._snapshot is None:
-            if self._world is None:
+            world = self._world
+            if world is None:
                 raise RuntimeError("this restore event has no snapshot")
-            self._snapshot = self._world.snapshot()
+            settled = self._settled
+            if settled is not None and not (state_token(world) == settled[0]
+                                            and _same(world.resources, settled[1])):
+                raise RuntimeError(
+                    "the world changed since this load and kept no copy of the loaded "
+                    "state: read event.snapshot inside the on_restore callback (or call "
+                    "world.snapshot() right after world.load)")
+            self._snapshot = world.snapshot()
         return self._snapshot
+
+    def _settle(self) -> None:
+        """The callbacks are done: remember the state a later first use must still find."""
+        if self._snapshot is None and self._world is not None:
+            self._settled = (state_token(self._world), copy.deepcopy(self._world.resources))
 
     def __repr__(self) -> str:
         return (f"RestoreEvent(source={self.source!r}, previous_tick={self.previous_tick})")
@@ -691,6 +709,8 @@ def run_restore_callbacks(world: World, event: RestoreEvent) -> None:
             callback(world, event)
         except Exception as exc:  # the others must still rebuild their derived state
             errors.append((callback, exc))
+    if world._restore_callbacks:  # none: nobody can hold the event
+        event._settle()
     if errors:
         raise RestoreCallbackError(errors) from errors[0][1]
 

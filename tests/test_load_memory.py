@@ -190,3 +190,27 @@ def test_a_migrated_store_is_copied_and_the_rest_taken_over(tmp_path: Path) -> N
     shake_free = world.spawn(Pos(), WiderVel(dx=3.0))
     assert world.get(shake_free, WiderVel)["dx"] == 3.0
     check_invariants(world)
+
+
+def test_an_event_snapshot_asked_for_after_the_world_moved_on_is_an_error_not_a_later_state(
+        tmp_path: Path) -> None:
+    """The load keeps no copy, so a kept event can give the loaded state only while the
+    world still holds it; afterwards it must say so instead of returning a later state."""
+    source = build()
+    source.save(tmp_path / "a.sav")
+    expected = world_state(source)
+    world = fresh()
+    events: list[RestoreEvent] = []
+    world.on_restore(lambda w, e: events.append(e))
+    world.load(tmp_path / "a.sav")
+    shake(world, 4)  # e.g. the next tick, before a system looks at the event
+    with pytest.raises(RuntimeError, match="changed since"):
+        _ = events[0].snapshot
+    world.load(tmp_path / "a.sav")
+    world.resources["score"] = 1  # resources count as a change too
+    with pytest.raises(RuntimeError, match="changed since"):
+        _ = events[1].snapshot
+    world.load(tmp_path / "a.sav")
+    world.snapshot()  # nothing changed: still the loaded state
+    world.restore(events[2].snapshot)
+    assert world_state(world) == expected
