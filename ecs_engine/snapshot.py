@@ -232,10 +232,12 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
     plans = []
     group_of = {id(g): g for g in world._groups}
     hw = world._slots.high_water
+    viewed = []
     for ctype, store in world._stores.items():
         name = store.schema.name
         if store.views_outstanding():
             store.touch()  # a kept view may have written any row since the last snapshot
+            viewed.append(store)
         old = reuse.get(name)
         entities: np.ndarray | Pending
         sparse: np.ndarray | Pending | None
@@ -273,6 +275,8 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
             name, tuple(done(c) for c in chunks), done(entities), group_size,
             store.data_version, store.layout_version, ctype,
             None if sparse is None else done(sparse), chunk_versions))
+    for store in viewed:  # ... and may write after it, also if it dies before anyone
+        store.touch()  # looks again: no version of the store may claim the copied rows
     groups = tuple(tuple(s.schema.name for s in g.stores) for g in world._groups)
     return Snapshot(
         stores=tuple(stores),
@@ -679,11 +683,13 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
             copy_into(store.entities[: s.n], s.entities)
             store.n = s.n
             store.layout_version = s.layout_version
-        if store.views_outstanding():
+        viewed = store.views_outstanding()
+        if viewed:
             store.touch()  # a kept view may have written: copy every chunk back
-        if store.data_version == s.data_version:
-            continue
-        _restore_chunks(store, s)
+        if store.data_version != s.data_version:
+            _restore_chunks(store, s)
+        if viewed:  # ... and may write again, also if it dies before the next look:
+            store.touch()  # the store's version must not claim the snapshot's rows
     by_name = {s.name: s for s in snap.stores}
     for names in snap.groups:
         stores = [world._stores[types[n]] for n in names]

@@ -319,7 +319,9 @@ class ComponentStore:
     def views_outstanding(self) -> bool:
         """True while arrays that view ``data`` live outside the store: query columns kept
         past their block, ``live()`` views. They can write without moving the version, so
-        snapshots and restores treat every row as changed while any exists (every numpy
+        snapshots and restores treat every row as changed while any exists, and leave
+        the store's version moved past what they copied, so writes a view makes before
+        it dies are never taken for the copied rows (every numpy
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
         return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 1  # frozen

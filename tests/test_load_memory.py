@@ -214,3 +214,34 @@ def test_an_event_snapshot_asked_for_after_the_world_moved_on_is_an_error_not_a_
     world.snapshot()  # nothing changed: still the loaded state
     world.restore(events[2].snapshot)
     assert world_state(world) == expected
+
+
+@pytest.mark.parametrize("loaded", [True, False])
+def test_writes_through_a_view_that_died_since_are_still_undone_by_a_restore(
+        tmp_path: Path, loaded: bool) -> None:
+    """A kept view makes every row count as changed, also after it is gone: what it wrote
+    between a snapshot (or restore) and its death never moved a version."""
+    source = build(n=2000)
+    if loaded:
+        source.save(tmp_path / "a.sav")
+        world = fresh()
+        world.load(tmp_path / "a.sav")
+    else:
+        world = source
+    with world.query(Pos) as q:
+        xs = q[Pos]["x"]  # kept past the block: writes without moving a version
+    snap = world.snapshot()
+    expected = world_state(world)
+    xs[:5] = 77.0
+    del xs
+    written = world.snapshot()  # the view is gone: only versions tell what to copy
+    assert np.all(written.store("Pos").data["x"][:5] == 77.0)
+    world.restore(snap)  # ... and what to copy back
+    assert world_state(world) == expected
+    with world.query(Pos) as q:
+        xs = q[Pos]["x"]
+    world.restore(snap)  # restored while a view is alive ...
+    xs[:5] = 78.0  # ... which writes afterwards
+    del xs
+    world.restore(snap)
+    assert world_state(world) == expected
