@@ -171,6 +171,7 @@ class _Frame:
         self.slot_version = -1
         self.slots: SlotTable | None = None
         self.snapshot: Snapshot | None = None
+        self.jumps = -1  # world._jumps when recorded: a later restore or load voids it
 
     def record(self, world: World, inputs: Any) -> None:
         slots = world._slots
@@ -206,6 +207,7 @@ class _Frame:
             rng_state=dict(world.rng.bit_generator.state), slot_version=slots.version,
             origin=world._versions)
         self.frame = world.tick
+        self.jumps = world._jumps
         self.inputs = inputs
 
 
@@ -238,7 +240,9 @@ class Rollback:
     @property
     def oldest(self) -> int:
         """The oldest frame ``rollback`` can go back to (``present`` if none is held)."""
-        held = [f.frame for f in self._ring if 0 <= f.frame < self.present]
+        jumps = self.world._jumps
+        held = [f.frame for f in self._ring
+                if 0 <= f.frame < self.present and f.jumps == jumps]
         return min(held) if held else self.present
 
     def _slot(self, frame: int) -> _Frame:
@@ -246,7 +250,11 @@ class Rollback:
 
     def held(self, frame: int) -> bool:
         """True if ``frame`` (before the present) can be rolled back to."""
-        return 0 <= frame < self.present and self._slot(frame).frame == frame
+        slot = self._slot(frame)
+        # A restore or load since it was recorded (world.restore, world.load, a History
+        # rewind) puts the world on another path, also at a tick whose frames are held.
+        return (0 <= frame < self.present and slot.frame == frame
+                and slot.jumps == self.world._jumps)
 
     def inputs(self, frame: int) -> Any:
         """The input recorded for ``frame``."""

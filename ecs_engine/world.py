@@ -89,6 +89,9 @@ class World:
         self.auto_group = auto_group
         self._restore_callbacks: list[Callable[[World, RestoreEvent], Any]] = []
         self._last_snapshot: weakref.ref[Snapshot] | None = None
+        # Counts restores and loads (jumps to states the ticks before need not lead to);
+        # a Rollback holds only frames recorded since the last one.
+        self._jumps = 0
         self._buffers = BufferPool()  # snapshot memory to reuse once nothing holds it
         self.resources: dict[str, Any] = {}
         # Derived state systems rebuild from the columns (spatial grids, GPU buffers):
@@ -814,6 +817,7 @@ class World:
         the ``on_restore`` callbacks (see there for what happens when one raises)."""
         event = restore_snapshot(self, snap, source)
         self._last_snapshot = weakref.ref(snap)
+        self._jumps += 1
         run_restore_callbacks(self, event)
 
     def state_hash(self) -> str:
@@ -891,6 +895,7 @@ class World:
         event = restore_snapshot(self, snap, "file", memory, lookahead.results())
         del snap  # its columns are the stores' arrays now: it must not outlive this call
         self._last_snapshot = None
+        self._jumps += 1
         if prefabs is not None and self.prefabs is None:
             self.prefabs = prefabs
         run_restore_callbacks(self, event)

@@ -157,6 +157,36 @@ def test_a_loaded_or_rewound_world_forgets_the_old_frames() -> None:
         rb.rollback(-1)
 
 
+@pytest.mark.parametrize("jump", ["load", "restore"])
+def test_a_load_or_restore_to_a_tick_whose_frames_are_held_still_forgets_them(
+        tmp_path: Path, jump: str) -> None:
+    """Frames 0..5 are held; a save of another run at tick 3 must not let a rollback go
+    back to frame 1 of the old run (which would undo the load without a word)."""
+    other = toy_world(seed=8)
+    for _ in range(3):
+        other.resources["input"] = {"cmd": 1}
+        other.step(DT)
+    other.save(tmp_path / "other.sav")
+    world = toy_world()
+    rb = Rollback(world, frames=8, dt=DT)
+    for c in range(6):
+        rb.advance({"cmd": 2 + 4 * c})
+    assert rb.held(1)
+    if jump == "load":
+        world.load(tmp_path / "other.sav")
+    else:
+        world.restore(other.snapshot())
+    assert world.tick == 3 and not rb.held(1) and rb.oldest == 3
+    with pytest.raises(ValueError, match="not"):
+        rb.rollback(1)
+    rb.advance({"cmd": 0})
+    assert rb.oldest == 3
+    rb.rollback(3)  # back to the loaded state, re-simulated: the straight run from it
+    other.resources["input"] = {"cmd": 0}
+    other.step(DT)
+    assert world_state(world) == world_state(other)
+
+
 def test_resimulating_marker_is_set_only_during_re_simulation() -> None:
     world = toy_world()
     seen: list[bool] = []
