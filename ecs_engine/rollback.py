@@ -199,7 +199,12 @@ class _Frame:
                 buf = bufs[name] = _StoreBuffer(store)
             owner = store.owner
             group_size = store.group_size if owner is not None and id(owner) in grouped else 0
+            viewed = store.views_outstanding()
+            if viewed:  # a kept view may have written any row: copy them all (as
+                store.touch()  # take_snapshot does) ...
             stores.append(buf.record(store, ctype, hw, group_size))
+            if viewed:  # ... and may write again before it dies: the versions must not
+                store.touch()  # claim this frame's rows when the buffer is reused
         self.snapshot = Snapshot(
             stores=tuple(stores), slots=self.slots,
             groups=tuple(tuple(s.schema.name for s in g.stores) for g in groups),

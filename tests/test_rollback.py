@@ -309,3 +309,25 @@ def test_demo_synctest_reports_a_non_deterministic_system(monkeypatch: pytest.Mo
     err = capsys.readouterr().err
     assert code == 1
     assert "desync at tick 31: Health.invulnerable differs" in err, err
+
+
+def test_writes_through_a_kept_view_between_ticks_reach_the_recorded_frame() -> None:
+    """A frame's buffers are reused ``frames`` ticks later, and unchanged versions mean
+    nothing to copy; a kept view writes without moving them, so it must count as a change
+    (as it does for snapshots)."""
+    world = World(seed=1)
+    world.spawn_batch(Body(x=3.0), count=10)
+    rb = Rollback(world, frames=2, dt=DT)
+    with world.query(Body) as q:
+        xs = q[Body]["x"]  # kept past the block
+    rb.advance()
+    rb.advance()  # frames 0 and 1: x = 3
+    xs[:5] = 77.0  # between ticks, through the view
+    del xs  # (gone before the frame is recorded, too)
+    expected = world_state(world)
+    rb.advance()  # frame 2, in frame 0's buffers
+    with world.query(Body) as q:
+        q[Body]["x"] += 1.0  # a tracked change for the restore to undo
+    rb.advance()
+    rb.restore(2)
+    assert world_state(world) == expected
