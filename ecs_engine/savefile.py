@@ -745,9 +745,9 @@ def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = Non
         hasher = xxhash.xxh3_64()
         got = 0
         view = buf.data
-        if watcher is not None:
-            watcher.started(buf, size)
         try:
+            if watcher is not None:
+                watcher.started(buf, size)
             while got < size:
                 n = f.readinto(view[got : min(size, got + READ_CHUNK)])
                 if not n:

@@ -600,6 +600,9 @@ def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
     store.data_version = s.data_version
 
 
+TAKE_OVER_MIN_BYTES = 1 << 16  # rows of a store that a load adopts rather than copies
+
+
 def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
                      memory: np.ndarray | None = None,
                      indexed: dict[str, KeyIndex] | None = None) -> RestoreEvent:
@@ -666,7 +669,10 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
         if not own:  # everything was checked: adopt the new index, copy keys and rows
             data, keys = datas[s.name], s.entities.astype(KEY_DTYPE, copy=False)
             rows = keys_taken = None
-            if memory is not None and data.dtype == store.schema.dtype:
+            # Only big stores take over the file's memory: a small one would keep the
+            # whole file alive after the big ones grow out of it (a copy costs it little).
+            if (memory is not None and data.dtype == store.schema.dtype
+                    and data.nbytes >= TAKE_OVER_MIN_BYTES):
                 rows, keys_taken = take_over(data, memory), take_over(keys, memory)
             if rows is not None and keys_taken is not None:
                 store.load_rows(rows, keys_taken, sparses[s.name], adopt=True)

@@ -245,3 +245,18 @@ def test_writes_through_a_view_that_died_since_are_still_undone_by_a_restore(
     del xs
     world.restore(snap)
     assert world_state(world) == expected
+
+
+def test_small_stores_are_copied_so_they_never_pin_the_file(tmp_path: Path) -> None:
+    """Only stores of 64 KB and more take over the file's memory: a small one would keep
+    the whole file alive after the big ones grow out of it."""
+    source = World(seed=2)
+    keys = source.spawn_batch(Pos(x=np.arange(float(ROWS))), count=ROWS)
+    source.add_batch(keys[:10], Link(to=keys[0]))
+    source.save(tmp_path / "a.sav")
+    world = fresh()
+    world.load(tmp_path / "a.sav")
+    assert not world.store(Pos).data.flags.owndata  # big: taken over
+    assert world.store(Link).data.flags.owndata  # small: copied
+    assert world.store(Link).entities.flags.owndata
+    assert world_state(world) == world_state(source)
