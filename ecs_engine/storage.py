@@ -30,6 +30,23 @@ def key_slots_view(keys: np.ndarray) -> np.ndarray:
     return key_slots(keys)
 
 
+_STRUCT_FORMATS = frozenset("?bBhHiIlLqQfd")  # what a memoryview assigns items of
+
+
+def _writer(column: np.ndarray) -> Any:
+    """What ``writer[row] = value`` stores a checked Python scalar through: a memoryview
+    of the (one-value, strided) column when its format is a native struct format, else
+    the column itself. Either converts exactly as numpy does (C casts)."""
+    try:
+        view = column.data
+    except (TypeError, ValueError, BufferError):
+        return column
+    if view.format not in _STRUCT_FORMATS or view.itemsize != column.dtype.itemsize:
+        view.release()
+        return column
+    return view
+
+
 class _Probe:
     data: np.ndarray
 
@@ -72,10 +89,26 @@ class ComponentStore:
         self.owner: Group | None = None  # the Group that owns this store
         self.columns: dict[str, np.ndarray] = {}  # field name -> view of ``data`` (cached)
         self.frozen: np.ndarray = self.data  # a read-only view of ``data`` (bound below)
-        # name -> (column, converter, Python type, lowest, highest): a value of that type
-        # within the bounds is stored exactly with no conversion.
-        self.scalar_fields: dict[str, tuple[np.ndarray, Any, type, Any, Any]] = {}
+        # Records' fast paths, for one-value fields: name -> column (reads), and name ->
+        # (writer, Python type, lowest, highest): a value of that type within the bounds
+        # is stored exactly with no conversion, through ``writer[row] = value`` (a
+        # memoryview of the column where Python's struct formats cover its dtype: half
+        # the cost of numpy's item assignment).
+        self.scalar_columns: dict[Any, np.ndarray] = {}  # Any: records probe with any key
+        self.scalar_writes: dict[Any, tuple[Any, type, Any, Any]] = {}
         self._bind_columns()
+
+    @property
+    def chunk_versions(self) -> np.ndarray:
+        """The data version of each chunk of ``CHUNK_ROWS`` rows (int64)."""
+        return self._chunk_versions
+
+    @chunk_versions.setter
+    def chunk_versions(self, value: np.ndarray) -> None:
+        self._chunk_versions = value
+        # ``chunk_marks[i] = version``: a memoryview's item assignment costs half numpy's
+        # (single-row writes mark their chunk through it)
+        self.chunk_marks = value.data
 
     def _bind_columns(self) -> None:
         """Cache one view per field: ``data[name]`` costs a view construction per call."""
@@ -83,11 +116,13 @@ class ComponentStore:
         self.columns = {name: data[name] for name in self.schema.field_names}
         self.frozen = data.view()  # read-only: its slices are read-only views for free
         self.frozen.flags.writeable = False
-        # Records' fast path: one-value fields and their checked converters (ChildOf is
-        # written only through world.set_parent, so it has none).
-        exact = self.schema.exact_scalars if self.schema.name != PARENT_LINK else {}
-        self.scalar_fields = {name: (self.columns[name], *found)
-                              for name, found in exact.items()}
+        # Records' fast paths (ChildOf is written only through world.set_parent: no
+        # writers for it).
+        exact = self.schema.exact_scalars
+        self.scalar_columns = {name: self.columns[name] for name in exact}
+        self.scalar_writes = {} if self.schema.name == PARENT_LINK else {
+            name: (_writer(self.columns[name]), *bounds)
+            for name, (_convert, *bounds) in exact.items()}
 
     @property
     def capacity(self) -> int:
@@ -107,19 +142,19 @@ class ComponentStore:
         """Values changed (or a writable view was handed out): in ``rows``, or anywhere."""
         version = next(self._versions)
         self.data_version = version
-        chunks = self.chunk_versions
+        chunks = self._chunk_versions
         if len(chunks) == 1:  # small stores: one scalar store, whatever the rows
-            chunks[0] = version
+            self.chunk_marks[0] = version
         elif rows is None:
-            self.chunk_versions[:] = version
+            chunks[:] = version
         elif isinstance(rows, slice):
             start, stop, _ = rows.indices(self.capacity)
             if stop > start:
                 self._mark_chunks(start, stop, version)
         elif len(rows):
-            hit = np.zeros(len(self.chunk_versions), np.bool_)
+            hit = np.zeros(len(chunks), np.bool_)
             hit[np.asarray(rows) // CHUNK_ROWS] = True  # O(rows), no sort
-            self.chunk_versions[hit] = version
+            chunks[hit] = version
 
     def touch_rows(self, start: int, stop: int) -> None:
         """The values of rows ``[start, stop)`` changed (``start < stop``)."""
@@ -131,15 +166,15 @@ class ComponentStore:
         """Chunks holding rows ``[start, stop)`` (``start < stop``) are at ``version``."""
         first, last = start // CHUNK_ROWS, (stop - 1) // CHUNK_ROWS
         if first == last:  # one scalar store, not a slice assignment
-            self.chunk_versions[first] = version
+            self.chunk_marks[first] = version
         else:
-            self.chunk_versions[first : last + 1] = version
+            self._chunk_versions[first : last + 1] = version
 
     def touch_row(self, row: int) -> None:
         """The values of one row changed (cheaper than ``touch(slice(row, row + 1))``)."""
         version = next(self._versions)
         self.data_version = version
-        self.chunk_versions[row // CHUNK_ROWS] = version
+        self.chunk_marks[row // CHUNK_ROWS] = version
 
     def touch_layout(self) -> None:
         """Rows were added, removed or moved (values move with them)."""
@@ -151,9 +186,9 @@ class ComponentStore:
         version = next(self._versions)
         self.layout_version = version
         self.data_version = version
-        chunks = self.chunk_versions
-        chunks[row // CHUNK_ROWS] = version
-        chunks[other // CHUNK_ROWS] = version
+        marks = self.chunk_marks
+        marks[row // CHUNK_ROWS] = version
+        marks[other // CHUNK_ROWS] = version
 
     def ensure_slots(self, slot_capacity: int) -> None:
         if slot_capacity > len(self.sparse):
