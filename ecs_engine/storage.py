@@ -123,6 +123,15 @@ class ComponentStore:
         self.scalar_writes = {} if self.schema.name == PARENT_LINK else {
             name: (_writer(self.columns[name]), *bounds)
             for name, (_convert, *bounds) in exact.items()}
+        # Single-row moves: ``row_moves[dst] = row_moves[src]`` copies a whole row as one
+        # item (rows of 1, 2, 4 or 8 bytes through a memoryview of unsigned words,
+        # others as numpy voids): no field-by-field structured copy. ``key_marks`` is
+        # a memoryview of the keys, for reading and writing one key.
+        size = data.dtype.itemsize
+        words = data.view(f"<u{size}" if size in (1, 2, 4, 8) else np.dtype((np.void, size)))
+        self._row_words = words  # the one extra view of ``data`` (see views_outstanding)
+        self.row_moves: Any = _writer(words) if size in (1, 2, 4, 8) else words
+        self.key_marks = _writer(self.entities)
 
     @property
     def capacity(self) -> int:
@@ -240,11 +249,31 @@ class ComponentStore:
         row = self.n
         if row >= len(self.data):
             self.reserve(row + 1)
-        self.entities[row] = key
+        self.key_marks[row] = key
         self.sparse[slot] = row
         self.n = row + 1
         self._touch_layout_rows(row, row)
         return row
+
+    def insert_one(self, key: int, slot: int, at: int) -> int:
+        """Add a row for one new key (not present) at row ``at <= n``: the row there
+        moves to the end (``append_one`` then a swap with ``at``, in one move). Returns
+        ``at``, the row to fill. For an entity joining an owning group of size ``at``."""
+        row = self.n
+        if row >= len(self.data):
+            self.reserve(row + 1)
+        keys, sparse = self.key_marks, self.sparse
+        if at != row:
+            moves = self.row_moves
+            moves[row] = moves[at]
+            moved = keys[at]
+            keys[row] = moved
+            sparse[moved & SLOT_MASK] = row
+        keys[at] = key
+        sparse[slot] = at
+        self.n = row + 1
+        self._touch_layout_rows(at, row)
+        return at
 
     def swap_rows(self, a: int, b: int) -> None:
         """Exchange two live rows (values, keys and the index); ``a != b``."""
@@ -276,12 +305,40 @@ class ComponentStore:
         sparse = self.sparse
         sparse[slot] = -1
         if row != last:
-            self.data[row] = self.data[last]
-            key = self.entities.item(last)
-            self.entities[row] = key
+            moves, keys = self.row_moves, self.key_marks
+            moves[row] = moves[last]
+            key = keys[last]
+            keys[row] = key
             sparse[key & SLOT_MASK] = row
         self.n = last
         self._touch_layout_rows(row, last)
+
+    def remove_group_one(self, row: int, slot: int, group_last: int) -> None:
+        """Remove one live row of an owning group's prefix (of the key in ``slot``),
+        whose last row is ``group_last``: that row fills the hole and the store's last
+        row fills its place (a swap with ``group_last`` and a swap-remove, in two
+        moves). The caller shrinks the group."""
+        end = self.n - 1
+        moves, keys, sparse = self.row_moves, self.key_marks, self.sparse
+        sparse[slot] = -1
+        if row != group_last:
+            moves[row] = moves[group_last]
+            key = keys[group_last]
+            keys[row] = key
+            sparse[key & SLOT_MASK] = row
+        if group_last != end:
+            moves[group_last] = moves[end]
+            key = keys[end]
+            keys[group_last] = key
+            sparse[key & SLOT_MASK] = group_last
+        self.n = end
+        version = next(self._versions)
+        self.layout_version = version
+        self.data_version = version
+        marks = self.chunk_marks
+        marks[row // CHUNK_ROWS] = version
+        marks[group_last // CHUNK_ROWS] = version
+        marks[end // CHUNK_ROWS] = version
 
     def remove_rows(self, rows: np.ndarray) -> None:
         """Swap-remove distinct rows: the last live rows fill the holes."""
@@ -349,7 +406,8 @@ class ComponentStore:
         snapshots and restores treat every row as changed while any exists (every numpy
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
-        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 1  # frozen
+        # the store's own views besides the columns: ``frozen`` and ``_row_words``
+        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 2
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""
