@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ecs_engine.entity import key_slots
-from ecs_engine.storage import ComponentStore
+from ecs_engine.storage import ComponentStore, move_plan
 
 
 class Group:
@@ -107,8 +107,10 @@ class Group:
         if len(rows) == 0:
             return
         targets = np.arange(self.size - len(rows), self.size)
-        for store in self.stores:
-            store.move_rows(rows, targets)
+        moves = move_plan(rows, targets)  # the same rows in every store: planned once
+        if moves is not None:
+            for store in self.stores:
+                store.place_rows(*moves)
         self._set_size(self.size - len(rows))
 
     def disband(self) -> None:

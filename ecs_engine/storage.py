@@ -21,6 +21,21 @@ PARENT_LINK = "ChildOf"
 """The hierarchy's component: only ``world.set_parent`` writes it (cycle and depth checks)."""
 
 
+def move_plan(current: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``ComponentStore.move_rows``' permutation as ``(dst, src)`` for ``place_rows``:
+    row ``current[j]`` goes to ``targets[j]`` (a contiguous range), displaced rows take
+    the places the moved rows left, paired in ascending order. None: nothing moves."""
+    if np.array_equal(current, targets):
+        return None
+    t0, t1 = int(targets[0]), int(targets[-1]) + 1
+    inside = (current >= t0) & (current < t1)
+    vacated = np.sort(current[~inside])
+    claimed = np.zeros(t1 - t0, np.bool_)
+    claimed[current[inside] - t0] = True
+    displaced = t0 + np.flatnonzero(~claimed)
+    return np.concatenate([targets, vacated]), np.concatenate([current, displaced])
+
+
 def key_slots_view(keys: np.ndarray) -> np.ndarray:
     """Slot indices as a strided uint32 view of the keys' low words: no pass over memory.
 
@@ -347,30 +362,27 @@ class ComponentStore:
             return
         new_n = self.n - k
         self.sparse[key_slots(self.entities[rows])] = -1
-        doomed = np.zeros(self.n - new_n, np.bool_)
-        tail_rows = rows[rows >= new_n]
-        doomed[tail_rows - new_n] = True
-        movers = new_n + np.flatnonzero(~doomed)
-        holes = np.sort(rows[rows < new_n])
+        in_tail = rows >= new_n
+        doomed = np.zeros(k, np.bool_)
+        doomed[rows[in_tail] - new_n] = True
+        movers = np.flatnonzero(~doomed)
+        movers += new_n
+        holes = rows[~in_tail]
         if len(holes):
+            holes.sort()
             self.data[holes] = self.data[movers]
-            self.entities[holes] = self.entities[movers]
-            self.sparse[key_slots(self.entities[holes])] = holes.astype(np.int32)
+            moved = self.entities[movers]
+            self.entities[holes] = moved
+            self.sparse[key_slots(moved)] = holes  # (rows fit the int32 index)
         self.n = new_n
         self.touch_layout()
 
     def move_rows(self, current: np.ndarray, targets: np.ndarray) -> None:
         """Move row ``current[j]`` to ``targets[j]`` (a contiguous range); displaced rows
         take the places the moved rows left, paired in ascending order."""
-        if np.array_equal(current, targets):
-            return
-        t0, t1 = int(targets[0]), int(targets[-1]) + 1
-        inside = (current >= t0) & (current < t1)
-        vacated = np.sort(current[~inside])
-        claimed = np.zeros(t1 - t0, np.bool_)
-        claimed[current[inside] - t0] = True
-        displaced = t0 + np.flatnonzero(~claimed)
-        self.place_rows(np.concatenate([targets, vacated]), np.concatenate([current, displaced]))
+        moves = move_plan(current, targets)
+        if moves is not None:
+            self.place_rows(*moves)
 
     def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray) -> None:
         """Replace every row (a load from a file): ``data`` (in the schema's dtype) and

@@ -540,15 +540,26 @@ class World:
     def _destroy(self, keys: np.ndarray) -> None:
         keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
         slots = key_slots(keys)
+        left: list[Group] = []  # groups the keys have left (one leave moves all its stores)
         for store in self._stores.values():
             if store.n == 0:
                 continue
             rows = store.rows_of(slots)
             has = rows >= 0
-            if has.any():
-                self._detach(store, keys[has])
+            if not has.all():
+                if not has.any():
+                    continue
+                rows = rows[has]
+            owner = store.owner
+            if owner is not None and owner not in left:
+                gone = keys if len(rows) == len(keys) else keys[has]
+                owner.leave(gone)
+                left.append(owner)
+                rows = store.rows_of(key_slots(gone))  # where leaving moved them
+            store.remove_rows(rows)
         self._slots.release(slots)
-        self._pending_despawn.difference_update(int(k) for k in keys)
+        if self._pending_despawn:
+            self._pending_despawn.difference_update(keys.tolist())
 
     # -- reads --------------------------------------------------------------------------
     def is_alive(self, entity: KeyLike) -> bool:
