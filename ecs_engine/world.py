@@ -484,16 +484,21 @@ class World:
         """Write components onto ``keys``; ``fresh`` keys (just spawned) have none yet."""
         if self._flushing and not fresh:
             self._check_still_alive(keys, "add (deferred)")
-        slots = None if fresh else key_slots(keys)
-        for comp in comps:
-            store = self._store(type(comp))
-            if fresh:
+        if fresh:
+            entering: list[Group] = []  # each group once, when every store has the rows
+            for comp in comps:
+                store = self._store(type(comp))
                 appended = store.append(keys, first_slot)  # may reallocate data: write after
                 comp._write(store.data, appended)
-                if isinstance(store.owner, Group):
-                    store.owner.enter(keys)
-                continue
-            assert slots is not None  # keys that are not fresh
+                owner = store.owner
+                if isinstance(owner, Group) and owner not in entering:
+                    entering.append(owner)
+            for group in entering:
+                group.enter(keys)
+            return
+        slots = key_slots(keys)
+        for comp in comps:
+            store = self._store(type(comp))
             rows = store.rows_of(slots)
             present = rows >= 0
             if present.all():
