@@ -590,7 +590,9 @@ class World:
         if type(entity) is int and store is not None and not self._pending_despawn:
             slots = self._slots  # the common case: one index lookup, handed to the Record
             slot = entity & SLOT_MASK
-            if slots.is_alive(entity) and slot < len(store.sparse):
+            if (slot < slots.high_water and entity >= 0  # slots.is_alive(entity), inlined
+                    and slots.gen_items[slot] == entity >> SLOT_BITS and slots.alive_items[slot]
+                    and slot < len(store.sparse)):
                 row = store.sparse.item(slot)
                 if row >= 0:
                     return Record(store, entity, slots, row)
