@@ -140,20 +140,21 @@ class QueryPlan:
         keys = driver.entities[skipped(driver) : driver.n]
         slots = key_slots(keys)
         mask = np.ones(len(keys), np.bool_)
-        rows = {}
+        rows: dict[type, np.ndarray] = {}
         for t, store in stores.items():
             r = store.rows_of(slots)
             rows[t] = r
             mask &= r >= 0
         for store in excluded:
             mask &= store.rows_of(slots) < 0
-        self.rows = {t: r[mask] for t, r in rows.items()}
+        every = bool(mask.all())  # every driver row matches (common): no selection
+        self.rows = dict(rows) if every else {t: r[mask] for t, r in rows.items()}
         if not excluded:
             # Gathered only because another query is open or no step runs: retried.
             self.nested_gather = world._open_queries > 1 or not world.stepping
             if not self.nested_gather and self._align_in_group(world):
                 return
-        self.entities = _readonly(keys[mask])
+        self.entities = _readonly(keys.copy() if every else keys[mask])  # not a live view
         self.aligned = False
 
     def _within_group(self) -> bool:

@@ -198,8 +198,10 @@ class World:
                    else self._slots.why_dead(first))
             raise KeyError(f"{op}: {len(bad)} of {len(arr)} keys are not alive; first at "
                            f"index {bad[0]}: {why}")
-        if len(np.unique(arr)) != len(arr):
-            raise ValueError(f"{op}: the same entity key appears more than once")
+        if len(arr) > 1:
+            ordered = np.sort(arr)  # (a sort and one compare cost less than np.unique)
+            if (ordered[1:] == ordered[:-1]).any():
+                raise ValueError(f"{op}: the same entity key appears more than once")
         return arr
 
     def _few_live_keys(self, keys: Any) -> list[int] | None:
