@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
@@ -14,6 +15,7 @@ import numpy as np
 from ecs_engine.entity import KEY_DTYPE, NULL, Entity
 
 SCHEMA_ATTR = "__component_schema__"
+EXACT_ATTR = "__component_exact__"
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,24 @@ class ComponentSchema:
     def default_row(self) -> tuple[Any, ...]:
         """The default row as a tuple of Python values, in field order."""
         return tuple(self.defaults[0].item())
+
+    @cached_property
+    def exact_bounds(self) -> dict[str, tuple[type, Any, Any]]:
+        """``exact_scalars`` without the converters: one-value field name -> (Python
+        type, lowest, highest) (constructors' fast path)."""
+        return {name: (kind, lowest, highest)
+                for name, (_convert, kind, lowest, highest) in self.exact_scalars.items()}
+
+    @cached_property
+    def row_of(self) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+        """``values -> tuple of values in field order`` (every field present)."""
+        names = self.field_names
+        if len(names) >= 2:
+            return operator.itemgetter(*names)
+        if names:
+            name = names[0]
+            return lambda values: (values[name],)
+        return lambda values: ()
 
     @cached_property
     def field_index(self) -> dict[str, int]:
@@ -374,8 +394,27 @@ class ComponentBase:
     _batch: int | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if not args:
+            try:
+                exact = type(self).__component_exact__  # type: ignore[attr-defined]
+            except AttributeError:  # not a @component class: schema_of says so below
+                exact = None
+            if exact is not None:
+                # The common keyword form with Python scalars the fields hold exactly:
+                # the call's own fresh kwargs dict becomes the values, unchanged.
+                for key, value in kwargs.items():
+                    try:
+                        kind, lowest, highest = exact[key]
+                    except KeyError:  # not a one-value field (or no field): check below
+                        break
+                    if type(value) is not kind or not lowest <= value <= highest:
+                        break
+                else:
+                    self._values = kwargs
+                    self._batch = None
+                    return
         schema = schema_of(type(self))
-        if not args:  # the common keyword form: one converter call per given field
+        if not args:  # the keyword form: one converter call per given field
             converters = schema.converters
             exact = schema.exact_scalars
             values: dict[str, Any] = {}
@@ -464,6 +503,15 @@ class ComponentBase:
                   and value.ndim > len(f.shape)):
                 value = value[select]  # only batched fields; scalars broadcast
             data[f.name][rows] = value
+
+    def _write_one(self, data: np.ndarray, row: int) -> None:
+        """``_write_row`` of a component known not to be a batch."""
+        values = self._values
+        schema = type(self).__component_schema__  # type: ignore[attr-defined]
+        if len(values) == len(schema.fields) and schema.flat:
+            data[row] = schema.row_of(values)  # every field given: one tuple, in order
+        else:
+            self._write_row(data, row)
 
     def _write_row(self, data: np.ndarray, row: int, item: int = 0) -> None:
         """Write these values into ``data[row]``: entry ``item`` of a batch, or the one
@@ -591,6 +639,7 @@ def component(cls: type | None = None, /, *, name: str | None = None,
         namespace.pop("__annotations__", None)
         namespace["__slots__"] = ()
         namespace[SCHEMA_ATTR] = schema
+        namespace[EXACT_ATTR] = schema.exact_bounds  # constructors' fast path
         new_cls = type(c.__name__, (ComponentBase,), namespace)
         new_cls.__qualname__ = c.__qualname__
         new_cls.__annotations__ = dict(c.__dict__.get("__annotations__", {}))

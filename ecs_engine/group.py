@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ecs_engine.entity import key_slots
-from ecs_engine.storage import ComponentStore
+from ecs_engine.storage import ComponentStore, move_plan
 
 
 class Group:
@@ -73,6 +73,18 @@ class Group:
                 store.swap_rows(row, size)
         self._set_size(size + 1)
 
+    def grow_one(self) -> None:
+        """One entity joined at row ``size`` of every store (``ComponentStore.insert_one``)."""
+        self._set_size(self.size + 1)
+
+    def remove_one(self, row: int, slot: int) -> None:
+        """Remove the entity in group row ``row`` (its key's ``slot``) from every store
+        of the group: ``leave_one`` then each store's ``remove_one``, with fewer moves."""
+        last = self.size - 1
+        for store in self.stores:
+            store.remove_group_one(row, slot, last)
+        self._set_size(last)
+
     def leave_one(self, slot: int) -> None:
         """``leave`` for one entity (by slot): it moves to the group's last row, which
         then drops out of the group."""
@@ -95,8 +107,10 @@ class Group:
         if len(rows) == 0:
             return
         targets = np.arange(self.size - len(rows), self.size)
-        for store in self.stores:
-            store.move_rows(rows, targets)
+        moves = move_plan(rows, targets)  # the same rows in every store: planned once
+        if moves is not None:
+            for store in self.stores:
+                store.place_rows(*moves)
         self._set_size(self.size - len(rows))
 
     def disband(self) -> None:

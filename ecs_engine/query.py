@@ -12,6 +12,7 @@ from ecs_engine.component import schema_of
 from ecs_engine.entity import key_slots
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf
+from ecs_engine.memcopy import clone
 from ecs_engine.storage import ComponentStore
 
 if TYPE_CHECKING:
@@ -139,20 +140,21 @@ class QueryPlan:
         keys = driver.entities[skipped(driver) : driver.n]
         slots = key_slots(keys)
         mask = np.ones(len(keys), np.bool_)
-        rows = {}
+        rows: dict[type, np.ndarray] = {}
         for t, store in stores.items():
             r = store.rows_of(slots)
             rows[t] = r
             mask &= r >= 0
         for store in excluded:
             mask &= store.rows_of(slots) < 0
-        self.rows = {t: r[mask] for t, r in rows.items()}
+        every = bool(mask.all())  # every driver row matches (common): no selection
+        self.rows = dict(rows) if every else {t: r[mask] for t, r in rows.items()}
         if not excluded:
             # Gathered only because another query is open or no step runs: retried.
             self.nested_gather = world._open_queries > 1 or not world.stepping
             if not self.nested_gather and self._align_in_group(world):
                 return
-        self.entities = _readonly(keys[mask])
+        self.entities = _readonly(keys.copy() if every else keys[mask])  # not a live view
         self.aligned = False
 
     def _within_group(self) -> bool:
@@ -370,9 +372,15 @@ class Query:
         if nbytes <= _BYTES_COMPARE_MAX and arr.tobytes() == original.tobytes():
             return  # read, not written (for small columns one bytes compare beats numpy's)
         changed = _changed_rows(arr, original)
-        if changed.any():
+        if changed.all():  # every row written (a system's usual update): no selection
+            store.data[rows] = arr
+            store.touch(rows)
+        elif changed.any():
             where = rows[changed]
-            store.data[where] = arr[changed]
+            # select through a void view: a boolean index of a structured array copies
+            # field by field (~5x slower)
+            size = arr.dtype.itemsize
+            store.data[where] = arr.view(np.dtype((np.void, size)))[changed].view(arr.dtype)
             store.touch(where)
 
     def __len__(self) -> int:
@@ -411,7 +419,7 @@ class Query:
         else:
             if self._gathered is None:
                 self._gathered = {}
-            self._gathered[ctype] = (arr, arr.copy())
+            self._gathered[ctype] = (arr, clone(arr))  # a memcpy: numpy copies field by field
         self._cache[ctype] = arr
         return arr
 

@@ -27,7 +27,11 @@ class Record:
     component is gone, instead of silently touching another entity's row.
     """
 
-    __slots__ = ("_store", "_key", "_slots", "_layout", "_cached_row")
+    # ``_at``: (store, layout version, row, chunk of the row) -- the entity's row in the
+    # store as of that layout version (a version names one layout, and a restore brings
+    # it back with it, so the row is right while the version matches). One tuple, since
+    # every attribute read on ``self`` goes through ``__getattr__``'s lookup hook.
+    __slots__ = ("_store", "_key", "_slots", "_at")
 
     def __init__(self, store: ComponentStore, key: KeyLike, slots: SlotMap | None = None,
                  row: int = -1) -> None:
@@ -35,34 +39,31 @@ class Record:
         self._store = store
         self._key = key
         self._slots = slots
-        # the store layout version ``_cached_row`` was found at (-1: not yet)
-        self._layout = store.layout_version if row >= 0 else -1
-        self._cached_row = row
+        self._at = ((store, store.layout_version, row, row // CHUNK_ROWS) if row >= 0
+                    else (store, -1, -1, -1))  # -1: not looked up yet
 
     def _row(self) -> int:
-        store = self._store
-        if store.layout_version == self._layout:
-            # A layout version names one layout (a restore brings it back with it): the
-            # entity is still in the row it was in then.
-            return self._cached_row
+        store, layout, row, _chunk = self._at
+        if store.layout_version == layout:
+            return row
         slot = key_slot(self._key)
         row = store.sparse.item(slot) if slot < len(store.sparse) else -1
         if row < 0 or store.entities.item(row) != self._key:
             if self._slots is not None and not self._slots.is_alive(self._key):
                 raise KeyError(f"record of {store.schema.name}: {self._slots.why_dead(self._key)}")
             raise KeyError(f"{key_str(self._key)} no longer has {store.schema.name}")
-        self._layout = store.layout_version
-        self._cached_row = row
+        self._at = (store, store.layout_version, row, row // CHUNK_ROWS)
         return row
 
     def __getitem__(self, name: str | tuple[str, Any]) -> Any:
         """A field's value; a subarray field as a read-only copy (``rec["kinds", 2]``
         reads one element)."""
-        store = self._store
-        if store.layout_version == self._layout and type(name) is str:
-            found = store.scalar_fields.get(name)
-            if found is not None:  # the common case: one value, row still where it was
-                return found[0][self._cached_row]
+        store, layout, row, _chunk = self._at
+        if store.layout_version == layout:  # the row is still where it was
+            try:
+                return store.scalar_columns[name][row]  # the common case: one value
+            except (KeyError, TypeError):  # another field, a (name, index) key, a typo
+                pass
         index = None
         if type(name) is str:
             column = self._store.columns.get(name)
@@ -85,22 +86,20 @@ class Record:
     def __setitem__(self, name: str | tuple[str, Any], value: Any) -> None:
         """Write a field (``rec["x"] = 5``) or elements of a subarray field
         (``rec["kinds", 2] = 7``, ``rec["kinds", 1:3] = [4, 5]``), checked and tracked."""
-        store = self._store
-        if store.layout_version == self._layout and type(name) is str:
-            found = store.scalar_fields.get(name)
-            if found is not None:
-                column, convert, exact, lowest, highest = found
-                if type(value) is not exact or not lowest <= value <= highest:
-                    value, count = convert(value)  # checks, or raises naming the field
-                    if count is not None:
-                        raise ValueError(f"{store.schema.name}.{name}: one value expected, "
-                                         f"got a batch of {count}")
-                row = self._cached_row
-                column[row] = value
-                version = next(store._versions)  # store.touch_row(row), inlined
-                store.data_version = version
-                store.chunk_versions[row // CHUNK_ROWS] = version
-                return
+        store, layout, row, chunk = self._at
+        if store.layout_version == layout:  # the row is still where it was
+            try:
+                writer, exact, lowest, highest = store.scalar_writes[name]
+            except (KeyError, TypeError):  # another field, a (name, index) key, a typo
+                pass
+            else:  # a one-value field
+                if type(value) is exact and lowest <= value <= highest:
+                    # a Python scalar the field holds exactly: no conversion to check
+                    writer[row] = value
+                    version = next(store._versions)  # store.touch_row(row), inlined
+                    store.data_version = version
+                    store.chunk_marks[chunk] = version
+                    return
         if store.schema.name == PARENT_LINK:
             raise TypeError("ChildOf is written with world.set_parent, which checks cycles "
                             "and keeps depths right; a record cannot write it")

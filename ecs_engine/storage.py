@@ -21,6 +21,21 @@ PARENT_LINK = "ChildOf"
 """The hierarchy's component: only ``world.set_parent`` writes it (cycle and depth checks)."""
 
 
+def move_plan(current: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``ComponentStore.move_rows``' permutation as ``(dst, src)`` for ``place_rows``:
+    row ``current[j]`` goes to ``targets[j]`` (a contiguous range), displaced rows take
+    the places the moved rows left, paired in ascending order. None: nothing moves."""
+    if np.array_equal(current, targets):
+        return None
+    t0, t1 = int(targets[0]), int(targets[-1]) + 1
+    inside = (current >= t0) & (current < t1)
+    vacated = np.sort(current[~inside])
+    claimed = np.zeros(t1 - t0, np.bool_)
+    claimed[current[inside] - t0] = True
+    displaced = t0 + np.flatnonzero(~claimed)
+    return np.concatenate([targets, vacated]), np.concatenate([current, displaced])
+
+
 def key_slots_view(keys: np.ndarray) -> np.ndarray:
     """Slot indices as a strided uint32 view of the keys' low words: no pass over memory.
 
@@ -28,6 +43,23 @@ def key_slots_view(keys: np.ndarray) -> np.ndarray:
     if keys.dtype == KEY_DTYPE and keys.flags.c_contiguous and keys.dtype.byteorder in "<=":
         return keys.view(np.uint32)[::2] if np.little_endian else key_slots(keys)
     return key_slots(keys)
+
+
+_STRUCT_FORMATS = frozenset("?bBhHiIlLqQfd")  # what a memoryview assigns items of
+
+
+def _writer(column: np.ndarray) -> Any:
+    """What ``writer[row] = value`` stores a checked Python scalar through: a memoryview
+    of the (one-value, strided) column when its format is a native struct format, else
+    the column itself. Either converts exactly as numpy does (C casts)."""
+    try:
+        view = column.data
+    except (TypeError, ValueError, BufferError):
+        return column
+    if view.format not in _STRUCT_FORMATS or view.itemsize != column.dtype.itemsize:
+        view.release()
+        return column
+    return view
 
 
 class _Probe:
@@ -72,10 +104,26 @@ class ComponentStore:
         self.owner: Group | None = None  # the Group that owns this store
         self.columns: dict[str, np.ndarray] = {}  # field name -> view of ``data`` (cached)
         self.frozen: np.ndarray = self.data  # a read-only view of ``data`` (bound below)
-        # name -> (column, converter, Python type, lowest, highest): a value of that type
-        # within the bounds is stored exactly with no conversion.
-        self.scalar_fields: dict[str, tuple[np.ndarray, Any, type, Any, Any]] = {}
+        # Records' fast paths, for one-value fields: name -> column (reads), and name ->
+        # (writer, Python type, lowest, highest): a value of that type within the bounds
+        # is stored exactly with no conversion, through ``writer[row] = value`` (a
+        # memoryview of the column where Python's struct formats cover its dtype: half
+        # the cost of numpy's item assignment).
+        self.scalar_columns: dict[Any, np.ndarray] = {}  # Any: records probe with any key
+        self.scalar_writes: dict[Any, tuple[Any, type, Any, Any]] = {}
         self._bind_columns()
+
+    @property
+    def chunk_versions(self) -> np.ndarray:
+        """The data version of each chunk of ``CHUNK_ROWS`` rows (int64)."""
+        return self._chunk_versions
+
+    @chunk_versions.setter
+    def chunk_versions(self, value: np.ndarray) -> None:
+        self._chunk_versions = value
+        # ``chunk_marks[i] = version``: a memoryview's item assignment costs half numpy's
+        # (single-row writes mark their chunk through it)
+        self.chunk_marks = value.data
 
     def _bind_columns(self) -> None:
         """Cache one view per field: ``data[name]`` costs a view construction per call."""
@@ -83,11 +131,22 @@ class ComponentStore:
         self.columns = {name: data[name] for name in self.schema.field_names}
         self.frozen = data.view()  # read-only: its slices are read-only views for free
         self.frozen.flags.writeable = False
-        # Records' fast path: one-value fields and their checked converters (ChildOf is
-        # written only through world.set_parent, so it has none).
-        exact = self.schema.exact_scalars if self.schema.name != PARENT_LINK else {}
-        self.scalar_fields = {name: (self.columns[name], *found)
-                              for name, found in exact.items()}
+        # Records' fast paths (ChildOf is written only through world.set_parent: no
+        # writers for it).
+        exact = self.schema.exact_scalars
+        self.scalar_columns = {name: self.columns[name] for name in exact}
+        self.scalar_writes = {} if self.schema.name == PARENT_LINK else {
+            name: (_writer(self.columns[name]), *bounds)
+            for name, (_convert, *bounds) in exact.items()}
+        # Single-row moves: ``row_moves[dst] = row_moves[src]`` copies a whole row as one
+        # item (rows of 1, 2, 4 or 8 bytes through a memoryview of unsigned words,
+        # others as numpy voids): no field-by-field structured copy. ``key_marks`` is
+        # a memoryview of the keys, for reading and writing one key.
+        size = data.dtype.itemsize
+        words = data.view(f"<u{size}" if size in (1, 2, 4, 8) else np.dtype((np.void, size)))
+        self._row_words = words  # the one extra view of ``data`` (see views_outstanding)
+        self.row_moves: Any = _writer(words) if size in (1, 2, 4, 8) else words
+        self.key_marks = _writer(self.entities)
 
     @property
     def capacity(self) -> int:
@@ -107,19 +166,19 @@ class ComponentStore:
         """Values changed (or a writable view was handed out): in ``rows``, or anywhere."""
         version = next(self._versions)
         self.data_version = version
-        chunks = self.chunk_versions
+        chunks = self._chunk_versions
         if len(chunks) == 1:  # small stores: one scalar store, whatever the rows
-            chunks[0] = version
+            self.chunk_marks[0] = version
         elif rows is None:
-            self.chunk_versions[:] = version
+            chunks[:] = version
         elif isinstance(rows, slice):
             start, stop, _ = rows.indices(self.capacity)
             if stop > start:
                 self._mark_chunks(start, stop, version)
         elif len(rows):
-            hit = np.zeros(len(self.chunk_versions), np.bool_)
+            hit = np.zeros(len(chunks), np.bool_)
             hit[np.asarray(rows) // CHUNK_ROWS] = True  # O(rows), no sort
-            self.chunk_versions[hit] = version
+            chunks[hit] = version
 
     def touch_rows(self, start: int, stop: int) -> None:
         """The values of rows ``[start, stop)`` changed (``start < stop``)."""
@@ -131,15 +190,15 @@ class ComponentStore:
         """Chunks holding rows ``[start, stop)`` (``start < stop``) are at ``version``."""
         first, last = start // CHUNK_ROWS, (stop - 1) // CHUNK_ROWS
         if first == last:  # one scalar store, not a slice assignment
-            self.chunk_versions[first] = version
+            self.chunk_marks[first] = version
         else:
-            self.chunk_versions[first : last + 1] = version
+            self._chunk_versions[first : last + 1] = version
 
     def touch_row(self, row: int) -> None:
         """The values of one row changed (cheaper than ``touch(slice(row, row + 1))``)."""
         version = next(self._versions)
         self.data_version = version
-        self.chunk_versions[row // CHUNK_ROWS] = version
+        self.chunk_marks[row // CHUNK_ROWS] = version
 
     def touch_layout(self) -> None:
         """Rows were added, removed or moved (values move with them)."""
@@ -151,9 +210,9 @@ class ComponentStore:
         version = next(self._versions)
         self.layout_version = version
         self.data_version = version
-        chunks = self.chunk_versions
-        chunks[row // CHUNK_ROWS] = version
-        chunks[other // CHUNK_ROWS] = version
+        marks = self.chunk_marks
+        marks[row // CHUNK_ROWS] = version
+        marks[other // CHUNK_ROWS] = version
 
     def ensure_slots(self, slot_capacity: int) -> None:
         if slot_capacity > len(self.sparse):
@@ -205,11 +264,31 @@ class ComponentStore:
         row = self.n
         if row >= len(self.data):
             self.reserve(row + 1)
-        self.entities[row] = key
+        self.key_marks[row] = key
         self.sparse[slot] = row
         self.n = row + 1
         self._touch_layout_rows(row, row)
         return row
+
+    def insert_one(self, key: int, slot: int, at: int) -> int:
+        """Add a row for one new key (not present) at row ``at <= n``: the row there
+        moves to the end (``append_one`` then a swap with ``at``, in one move). Returns
+        ``at``, the row to fill. For an entity joining an owning group of size ``at``."""
+        row = self.n
+        if row >= len(self.data):
+            self.reserve(row + 1)
+        keys, sparse = self.key_marks, self.sparse
+        if at != row:
+            moves = self.row_moves
+            moves[row] = moves[at]
+            moved = keys[at]
+            keys[row] = moved
+            sparse[moved & SLOT_MASK] = row
+        keys[at] = key
+        sparse[slot] = at
+        self.n = row + 1
+        self._touch_layout_rows(at, row)
+        return at
 
     def swap_rows(self, a: int, b: int) -> None:
         """Exchange two live rows (values, keys and the index); ``a != b``."""
@@ -241,12 +320,40 @@ class ComponentStore:
         sparse = self.sparse
         sparse[slot] = -1
         if row != last:
-            self.data[row] = self.data[last]
-            key = self.entities.item(last)
-            self.entities[row] = key
+            moves, keys = self.row_moves, self.key_marks
+            moves[row] = moves[last]
+            key = keys[last]
+            keys[row] = key
             sparse[key & SLOT_MASK] = row
         self.n = last
         self._touch_layout_rows(row, last)
+
+    def remove_group_one(self, row: int, slot: int, group_last: int) -> None:
+        """Remove one live row of an owning group's prefix (of the key in ``slot``),
+        whose last row is ``group_last``: that row fills the hole and the store's last
+        row fills its place (a swap with ``group_last`` and a swap-remove, in two
+        moves). The caller shrinks the group."""
+        end = self.n - 1
+        moves, keys, sparse = self.row_moves, self.key_marks, self.sparse
+        sparse[slot] = -1
+        if row != group_last:
+            moves[row] = moves[group_last]
+            key = keys[group_last]
+            keys[row] = key
+            sparse[key & SLOT_MASK] = row
+        if group_last != end:
+            moves[group_last] = moves[end]
+            key = keys[end]
+            keys[group_last] = key
+            sparse[key & SLOT_MASK] = group_last
+        self.n = end
+        version = next(self._versions)
+        self.layout_version = version
+        self.data_version = version
+        marks = self.chunk_marks
+        marks[row // CHUNK_ROWS] = version
+        marks[group_last // CHUNK_ROWS] = version
+        marks[end // CHUNK_ROWS] = version
 
     def remove_rows(self, rows: np.ndarray) -> None:
         """Swap-remove distinct rows: the last live rows fill the holes."""
@@ -255,30 +362,27 @@ class ComponentStore:
             return
         new_n = self.n - k
         self.sparse[key_slots(self.entities[rows])] = -1
-        doomed = np.zeros(self.n - new_n, np.bool_)
-        tail_rows = rows[rows >= new_n]
-        doomed[tail_rows - new_n] = True
-        movers = new_n + np.flatnonzero(~doomed)
-        holes = np.sort(rows[rows < new_n])
+        in_tail = rows >= new_n
+        doomed = np.zeros(k, np.bool_)
+        doomed[rows[in_tail] - new_n] = True
+        movers = np.flatnonzero(~doomed)
+        movers += new_n
+        holes = rows[~in_tail]
         if len(holes):
+            holes.sort()
             self.data[holes] = self.data[movers]
-            self.entities[holes] = self.entities[movers]
-            self.sparse[key_slots(self.entities[holes])] = holes.astype(np.int32)
+            moved = self.entities[movers]
+            self.entities[holes] = moved
+            self.sparse[key_slots(moved)] = holes  # (rows fit the int32 index)
         self.n = new_n
         self.touch_layout()
 
     def move_rows(self, current: np.ndarray, targets: np.ndarray) -> None:
         """Move row ``current[j]`` to ``targets[j]`` (a contiguous range); displaced rows
         take the places the moved rows left, paired in ascending order."""
-        if np.array_equal(current, targets):
-            return
-        t0, t1 = int(targets[0]), int(targets[-1]) + 1
-        inside = (current >= t0) & (current < t1)
-        vacated = np.sort(current[~inside])
-        claimed = np.zeros(t1 - t0, np.bool_)
-        claimed[current[inside] - t0] = True
-        displaced = t0 + np.flatnonzero(~claimed)
-        self.place_rows(np.concatenate([targets, vacated]), np.concatenate([current, displaced]))
+        moves = move_plan(current, targets)
+        if moves is not None:
+            self.place_rows(*moves)
 
     def load_rows(self, data: np.ndarray, entities: np.ndarray, sparse: np.ndarray,
                   *, adopt: bool = False) -> None:
@@ -324,7 +428,8 @@ class ComponentStore:
         it dies are never taken for the copied rows (every numpy
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
-        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 1  # frozen
+        # the store's own views besides the columns: ``frozen`` and ``_row_words``
+        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 2
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""

@@ -20,6 +20,7 @@ from ecs_engine.component import ComponentBase, component_values, detached, sche
 from ecs_engine.entity import (
     KEY_DTYPE,
     NULL,
+    SLOT_BITS,
     SLOT_MASK,
     Entity,
     KeyLike,
@@ -200,8 +201,10 @@ class World:
                    else self._slots.why_dead(first))
             raise KeyError(f"{op}: {len(bad)} of {len(arr)} keys are not alive; first at "
                            f"index {bad[0]}: {why}")
-        if len(np.unique(arr)) != len(arr):
-            raise ValueError(f"{op}: the same entity key appears more than once")
+        if len(arr) > 1:
+            ordered = np.sort(arr)  # (a sort and one compare cost less than np.unique)
+            if (ordered[1:] == ordered[:-1]).any():
+                raise ValueError(f"{op}: the same entity key appears more than once")
         return arr
 
     def _few_live_keys(self, keys: Any) -> list[int] | None:
@@ -249,7 +252,7 @@ class World:
         if not self._open_queries:
             key = self._spawn_one(components)
             if key is not None:
-                return Entity(key)
+                return key
         comps, count = self._parse(components, "spawn")
         self._check_new_types(comps, "spawn")
         if count not in (None, 1):
@@ -270,31 +273,48 @@ class World:
             self._run_or_defer(lambda: self._apply_parents(keys, parents, "spawn"))
         return Entity(int(keys[0]))
 
-    def _spawn_one(self, components: tuple[Any, ...]) -> int | None:
-        """Spawn one entity of single (not batched) components whose types have stores,
-        with no temporary arrays; None (nothing done) for anything else."""
+    def _spawn_one(self, components: tuple[Any, ...]) -> Entity | None:
+        """Spawn one entity of single (not batched) components whose types have stores
+        (owned by one group at most), with no temporary arrays; None (nothing done) for
+        anything else."""
         stores = self._stores
-        picked = []
+        picked: list[ComponentStore] = []
+        lead: Group | None = None  # the group owning some of the stores
+        owned = 0  # how many of the stores it owns
         for comp in components:
-            store = stores.get(type(comp))  # only component instances have a store type
-            if store is None or comp._batch is not None or type(comp) is ChildOf:
-                return None  # (a parent link goes through set_parent's checks)
+            ctype = type(comp)
+            store = stores.get(ctype)  # only component instances have a store type
+            if store is None or ctype is ChildOf or comp._batch is not None or store in picked:
+                return None  # (a parent link goes through set_parent's checks; a type
+                # given twice makes the general path raise)
             picked.append(store)
-        if len(set(map(id, picked))) != len(picked):
-            return None  # a type given twice: the general path raises
-        key, slot = self._slots.allocate_one()
-        self._cover_slots()
-        groups = []
-        for comp, store in zip(components, picked, strict=True):
-            row = store.append_one(key, slot)  # may reallocate data: write after
-            comp._write_row(store.data, row)
             owner = store.owner
-            if owner is not None and owner not in groups:
-                groups.append(owner)
-        for group in groups:
-            if isinstance(group, Group):
-                group.enter_one(slot)
-        return key
+            if owner is not None:
+                if lead is None:
+                    lead = owner
+                elif owner is not lead:
+                    return None  # stores of two groups: the general path
+                owned += 1
+        slots = self._slots
+        key, slot = slots.allocate_one()
+        if len(slots.generations) != self._slot_capacity:
+            self._cover_slots()
+        if lead is not None and owned == len(lead.stores):
+            # The entity joins the group: in each of its stores it takes the row after
+            # the group's prefix (whose entity moves to the end), as enter_one would.
+            at = lead.size
+            for comp, store in zip(components, picked, strict=True):
+                if store.owner is lead:
+                    row = store.insert_one(key, slot, at)  # may reallocate: write after
+                else:
+                    row = store.append_one(key, slot)
+                comp._write_one(store.data, row)
+            lead.grow_one()
+        else:
+            for comp, store in zip(components, picked, strict=True):
+                row = store.append_one(key, slot)  # may reallocate data: write after
+                comp._write_one(store.data, row)
+        return key  # type: ignore[return-value]  # Entity is an int (a NewType): no call
 
     def spawn_batch(self, *components: Any, count: int | None = None) -> np.ndarray:
         """Create many entities at once; scalar values broadcast. Returns uint64 keys."""
@@ -353,6 +373,16 @@ class World:
 
     def despawn(self, entity: KeyLike) -> None:
         """Destroy an entity and all its components. ``KeyError`` if not alive."""
+        if type(entity) is int and not self._open_queries and not self._pending_despawn:
+            # the common case, checked inline: a live key, no query open, no hierarchy
+            slots = self._slots
+            slot = entity & SLOT_MASK
+            if (slot < slots.high_water and entity >= 0
+                    and slots.gen_items[slot] == entity >> SLOT_BITS and slots.alive_items[slot]):
+                links = self._stores.get(ChildOf)
+                if links is None or not links.n:
+                    self._destroy_one(entity)
+                    return
         key = self._check_alive(entity, "despawn")
         if not self._open_queries and not self._has_parents():
             self._destroy_one(key)
@@ -459,16 +489,21 @@ class World:
         """Write components onto ``keys``; ``fresh`` keys (just spawned) have none yet."""
         if self._flushing and not fresh:
             self._check_still_alive(keys, "add (deferred)")
-        slots = None if fresh else key_slots(keys)
-        for comp in comps:
-            store = self._store(type(comp))
-            if fresh:
+        if fresh:
+            entering: list[Group] = []  # each group once, when every store has the rows
+            for comp in comps:
+                store = self._store(type(comp))
                 appended = store.append(keys, first_slot)  # may reallocate data: write after
                 comp._write(store.data, appended)
-                if isinstance(store.owner, Group):
-                    store.owner.enter(keys)
-                continue
-            assert slots is not None  # keys that are not fresh
+                owner = store.owner
+                if isinstance(owner, Group) and owner not in entering:
+                    entering.append(owner)
+            for group in entering:
+                group.enter(keys)
+            return
+        slots = key_slots(keys)
+        for comp in comps:
+            store = self._store(type(comp))
             rows = store.rows_of(slots)
             present = rows >= 0
             if present.all():
@@ -506,24 +541,35 @@ class World:
                 row = store.sparse.item(slot)
                 if row >= 0:
                     owner = store.owner
-                    if row < store.group_size and isinstance(owner, Group):
-                        owner.leave_one(slot)
-                        row = store.sparse.item(slot)
-                    store.remove_one(row, slot)
+                    if owner is not None and row < store.group_size:
+                        owner.remove_one(row, slot)  # from every store of the group
+                    else:
+                        store.remove_one(row, slot)
         self._slots.release_one(slot)
 
     def _destroy(self, keys: np.ndarray) -> None:
         keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
         slots = key_slots(keys)
+        left: list[Group] = []  # groups the keys have left (one leave moves all its stores)
         for store in self._stores.values():
             if store.n == 0:
                 continue
             rows = store.rows_of(slots)
             has = rows >= 0
-            if has.any():
-                self._detach(store, keys[has])
+            if not has.all():
+                if not has.any():
+                    continue
+                rows = rows[has]
+            owner = store.owner
+            if owner is not None and owner not in left:
+                gone = keys if len(rows) == len(keys) else keys[has]
+                owner.leave(gone)
+                left.append(owner)
+                rows = store.rows_of(key_slots(gone))  # where leaving moved them
+            store.remove_rows(rows)
         self._slots.release(slots)
-        self._pending_despawn.difference_update(int(k) for k in keys)
+        if self._pending_despawn:
+            self._pending_despawn.difference_update(keys.tolist())
 
     # -- reads --------------------------------------------------------------------------
     def is_alive(self, entity: KeyLike) -> bool:
@@ -549,7 +595,9 @@ class World:
         if type(entity) is int and store is not None and not self._pending_despawn:
             slots = self._slots  # the common case: one index lookup, handed to the Record
             slot = entity & SLOT_MASK
-            if slots.is_alive(entity) and slot < len(store.sparse):
+            if (slot < slots.high_water and entity >= 0  # slots.is_alive(entity), inlined
+                    and slots.gen_items[slot] == entity >> SLOT_BITS and slots.alive_items[slot]
+                    and slot < len(store.sparse)):
                 row = store.sparse.item(slot)
                 if row >= 0:
                     return Record(store, entity, slots, row)

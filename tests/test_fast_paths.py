@@ -268,3 +268,64 @@ def test_gathered_columns_only_read_are_not_written_back() -> None:
         q[Pos]
         world.get(int(keys[4]), Pos)["x"] = 9.0
     assert world.get(int(keys[4]), Pos)["x"] == 9.0
+
+
+def test_single_spawn_and_despawn_rows_follow_the_group_model() -> None:
+    """Row by row, a single spawn joining a group lands where an append followed by a
+    swap into the group's end puts it, and a single despawn of a member leaves the rows
+    a swap to the group's end followed by a swap-remove leaves (rows of 8, 3, 11 and 24
+    bytes: every way a row is moved)."""
+    rng = np.random.default_rng(7)
+    world = World()
+    world.group(Pos, Wide)
+    types: tuple[type, ...] = (Pos, Wide, Hp, Bag)
+    group: tuple[type, ...] = (Pos, Wide)
+    model: dict[type, list[int]] = {t: [] for t in types}  # keys in row order
+    size = 0  # the group's prefix in Pos and Wide
+    values: dict[int, float] = {}
+    live: list[int] = []
+    for step in range(400):
+        if live and rng.random() < 0.45:
+            key = live.pop(int(rng.integers(len(live))))
+            row = model[Pos].index(key) if key in model[Pos] else -1
+            if 0 <= row < size:  # a member: to the group's end first
+                for t in group:
+                    rows = model[t]
+                    rows[row], rows[size - 1] = rows[size - 1], rows[row]
+                size -= 1
+            for t in types:
+                rows = model[t]
+                if key in rows:
+                    i = rows.index(key)
+                    rows[i] = rows[-1]
+                    rows.pop()
+            world.despawn(key)
+            continue
+        picked = [t for t in types if rng.random() < 0.6] or [Hp]
+        value = float(step)
+        comps = {Pos: Pos(x=value, y=1.0), Wide: Wide(a=value, c=2.0),
+                 Hp: Hp(hp=step % 100), Bag: Bag(items=[step % 7, 1, 2], owner=3)}
+        key = world.spawn(*(comps[t] for t in picked))
+        live.append(key)
+        values[key] = value
+        for t in picked:
+            model[t].append(key)
+        if Pos in picked and Wide in picked:  # joins the group: swap into its end
+            for t in group:
+                rows = model[t]
+                rows[-1], rows[size] = rows[size], rows[-1]
+            size += 1
+        for t in types:
+            store = world.store(t)
+            assert store.entities[: store.n].tolist() == model[t], (step, t)
+            assert (store.sparse[np.asarray(model[t], np.int64) & 0xFFFF_FFFF]
+                    == np.arange(store.n)).all()
+        assert world.store(Pos).group_size == world.store(Wide).group_size == size
+    for key in live:
+        if world.has(key, Pos):
+            assert world.get(key, Pos)["x"] == values[key]
+        if world.has(key, Wide):
+            assert world.get(key, Wide).tolist() == (values[key], 0.0, 2.0)
+        if world.has(key, Bag):
+            assert world.get(key, Bag)["owner"] == 3
+    assert not any(world.store(t).views_outstanding() for t in types)
