@@ -347,13 +347,8 @@ class ComponentStore:
             keys[group_last] = key
             sparse[key & SLOT_MASK] = group_last
         self.n = end
-        version = next(self._versions)
-        self.layout_version = version
-        self.data_version = version
-        marks = self.chunk_marks
-        marks[row // CHUNK_ROWS] = version
-        marks[group_last // CHUNK_ROWS] = version
-        marks[end // CHUNK_ROWS] = version
+        self._touch_layout_rows(row, group_last)
+        self.chunk_marks[end // CHUNK_ROWS] = self.data_version  # the third row that moved
 
     def remove_rows(self, rows: np.ndarray) -> None:
         """Swap-remove distinct rows: the last live rows fill the holes."""
