@@ -143,15 +143,21 @@ def test_history_and_rewind_across_a_load(tmp_path: Path) -> None:
     assert world_state(world) == loaded
 
 
-def test_the_event_snapshot_after_a_load_is_the_loaded_state_and_independent(
-        tmp_path: Path) -> None:
+def loaded_with_events(path: Path) -> tuple[World, list[RestoreEvent], object]:
+    """A fresh world that kept its restore events, after loading a save of ``build()``
+    written to ``path``; and the state saved."""
     source = build()
-    source.save(tmp_path / "a.sav")
-    expected = world_state(source)
+    source.save(path)
     world = fresh()
     events: list[RestoreEvent] = []
     world.on_restore(lambda w, e: events.append(e))
-    world.load(tmp_path / "a.sav")
+    world.load(path)
+    return world, events, world_state(source)
+
+
+def test_the_event_snapshot_after_a_load_is_the_loaded_state_and_independent(
+        tmp_path: Path) -> None:
+    world, events, expected = loaded_with_events(tmp_path / "a.sav")
     assert events[0].source == "file"
     snap = events[0].snapshot  # taken on first use
     assert snap is events[0].snapshot
@@ -177,7 +183,7 @@ def test_a_failing_load_after_a_good_one_leaves_the_loaded_state(tmp_path: Path)
 
 
 def test_a_migrated_store_is_copied_and_the_rest_taken_over(tmp_path: Path) -> None:
-    build(n=2000).save(tmp_path / "a.sav")
+    build().save(tmp_path / "a.sav")
 
     @component(name="Vel")
     class WiderVel:
@@ -186,6 +192,8 @@ def test_a_migrated_store_is_copied_and_the_rest_taken_over(tmp_path: Path) -> N
     world = World()
     world.register(Pos, WiderVel, Link)
     world.load(tmp_path / "a.sav")
+    assert not world.store(Pos).data.flags.owndata  # taken over
+    assert world.store(WiderVel).data.flags.owndata  # cast: a copy
     assert np.all(world.store(WiderVel).live()["dx"] == 1.0)
     shake_free = world.spawn(Pos(), WiderVel(dx=3.0))
     assert world.get(shake_free, WiderVel)["dx"] == 3.0
@@ -196,13 +204,7 @@ def test_an_event_snapshot_asked_for_after_the_world_moved_on_is_an_error_not_a_
         tmp_path: Path) -> None:
     """The load keeps no copy, so a kept event can give the loaded state only while the
     world still holds it; afterwards it must say so instead of returning a later state."""
-    source = build()
-    source.save(tmp_path / "a.sav")
-    expected = world_state(source)
-    world = fresh()
-    events: list[RestoreEvent] = []
-    world.on_restore(lambda w, e: events.append(e))
-    world.load(tmp_path / "a.sav")
+    world, events, expected = loaded_with_events(tmp_path / "a.sav")
     shake(world, 4)  # e.g. the next tick, before a system looks at the event
     with pytest.raises(RuntimeError, match="changed since"):
         _ = events[0].snapshot
