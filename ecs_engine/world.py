@@ -20,7 +20,6 @@ from ecs_engine.component import ComponentBase, component_values, detached, sche
 from ecs_engine.entity import (
     KEY_DTYPE,
     NULL,
-    SLOT_BITS,
     SLOT_MASK,
     Entity,
     KeyLike,
@@ -374,11 +373,8 @@ class World:
     def despawn(self, entity: KeyLike) -> None:
         """Destroy an entity and all its components. ``KeyError`` if not alive."""
         if type(entity) is int and not self._open_queries and not self._pending_despawn:
-            # the common case, checked inline: a live key, no query open, no hierarchy
-            slots = self._slots
-            slot = entity & SLOT_MASK
-            if (slot < slots.high_water and entity >= 0
-                    and slots.gen_items[slot] == entity >> SLOT_BITS and slots.alive_items[slot]):
+            # the common case: a live key, no query open, no hierarchy
+            if self._slots.is_alive(entity):
                 links = self._stores.get(ChildOf)
                 if links is None or not links.n:
                     self._destroy_one(entity)
@@ -595,9 +591,7 @@ class World:
         if type(entity) is int and store is not None and not self._pending_despawn:
             slots = self._slots  # the common case: one index lookup, handed to the Record
             slot = entity & SLOT_MASK
-            if (slot < slots.high_water and entity >= 0  # slots.is_alive(entity), inlined
-                    and slots.gen_items[slot] == entity >> SLOT_BITS and slots.alive_items[slot]
-                    and slot < len(store.sparse)):
+            if slots.is_alive(entity) and slot < len(store.sparse):
                 row = store.sparse.item(slot)
                 if row >= 0:
                     return Record(store, entity, slots, row)
