@@ -122,8 +122,18 @@ def t1(ix: Index) -> list[Outcome]:
         ix, "1c", "movement tick at 1M: engine / float32 struct-of-arrays", "reference", 1.0,
         False, ("tick", "tick", "engine", M, "fresh"),
         ("tick", "tick", "numpy f32 SoA", M, "fresh"),
-        note="what the row layout of structured arrays costs; a reference, not a target"),
+        note="q.unstructured: both fields in one op; a reference, not a target"),
         verdict=False))
+    out.append(_ratio(
+        ix, "1d", "movement tick at 1M, a line per field: engine / plain numpy", "<= 1.3x",
+        1.3, False, ("tick", "tick", "engine per field", M, "fresh"),
+        ("tick", "tick", "numpy per field", M, "fresh"),
+        note="the engine's overhead on the per-field form too"))
+    out.append(_info(_ratio(
+        ix, "1e", "movement tick at 100k: a line per field / q.unstructured", "reference", 1.0,
+        False, ("tick", "tick", "engine per field", 100 * K, "fresh"),
+        ("tick", "tick", "engine", 100 * K, "fresh"),
+        note="what the row layout costs a system that steps field by field"), verdict=False))
     return out
 
 

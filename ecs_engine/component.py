@@ -218,6 +218,13 @@ class ComponentSchema:
         return {f.name: i for i, f in enumerate(self.fields)}
 
     @cached_property
+    def element(self) -> np.dtype | None:
+        """The one scalar dtype of every value in a row, or None when fields differ (or
+        there are none). Such a row is also a plain vector: see ``Query.unstructured``."""
+        kinds = {f.dtype for f in self.fields}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    @cached_property
     def flat(self) -> bool:
         """True when no field has a per-row shape (one row is a tuple of scalars)."""
         return all(not f.shape for f in self.fields)

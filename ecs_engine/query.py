@@ -423,6 +423,28 @@ class Query:
         self._cache[ctype] = arr
         return arr
 
+    def unstructured(self, ctype: type) -> np.ndarray:
+        """``q[ctype]`` as a plain ``(len(q), values per row)`` array sharing its memory,
+        for a component whose fields all have one dtype (``Position``: ``(n, 2)`` float32,
+        x then y).
+
+        One numpy call then covers every field: ``q.unstructured(Position) +=
+        q.unstructured(Velocity) * dt`` runs about 4x faster at 100k rows than a line per
+        field, which steps through memory with a stride of the whole row. numpy's
+        ``structured_to_unstructured`` does the same at a far higher fixed cost. Writes are
+        kept exactly like writes to ``q[ctype]`` (read-only types give a read-only view)."""
+        column = self[ctype]
+        schema = schema_of(ctype)
+        element = schema.element
+        if element is None:
+            kinds = ", ".join(f"{f.name}: {f.dtype}" for f in schema.fields) or "no fields"
+            raise TypeError(f"{schema.name} has no single field dtype ({kinds}); "
+                            f"unstructured() needs one. Use q[{schema.name}][field] per field")
+        flat = column.view(element).reshape(len(column), schema.dtype.itemsize // element.itemsize)
+        if column.flags.writeable:
+            self._writable.append(flat)  # read-only after the block, like the column
+        return flat
+
     @property
     def aligned(self) -> bool:
         """True when the columns are views into the stores (no gather/scatter)."""

@@ -24,6 +24,5 @@ def integrate(world: World, dt: float) -> None:
     with world.query(Position, Velocity, without=(Collider,), readonly=(Velocity,)) as q:
         if len(q) == 0:
             return  # (the stock game: every moving thing collides)
-        pos, vel = q[Position], q[Velocity]
-        pos["x"] += vel["x"] * np.float32(dt)
-        pos["y"] += vel["y"] * np.float32(dt)
+        pos = q.unstructured(Position)  # (n, 2): x and y in one numpy call
+        pos += q.unstructured(Velocity) * np.float32(dt)

@@ -132,6 +132,10 @@ def synthetic(**scale: float) -> list[dict[str, Any]]:
     for variant in ("fresh", "churned"):
         recs += [r("tick", "tick", "engine", M, 1.1, variant),
                  r("tick", "tick", "numpy", M, 1.0, variant)]
+    recs += [r("tick", "tick", "engine per field", M, 1.2, "fresh"),
+             r("tick", "tick", "numpy per field", M, 1.0, "fresh"),
+             r("tick", "tick", "engine", K, 1.0, "fresh"),
+             r("tick", "tick", "engine per field", K, 2.0, "fresh")]
     recs += [r("tick", "tick", "numpy f32 SoA", M, 0.5, "fresh"),
              r("tick", "tick", "engine", K, 1.0, "vs esper"), r("tick", "tick", "esper", K, 50.0),
              r("spawn", "spawn_batch", "engine", M, 4.0),
@@ -211,7 +215,7 @@ def test_scaleout_targets_fail_when_slow_or_unverified() -> None:
 
 def test_check_passes_when_every_ratio_is_met() -> None:
     outcomes = evaluate(synthetic())
-    informative = ("5c", "1c", "10e", "11b", "12f", "13b", "14")
+    informative = ("5c", "1c", "1e", "10e", "11b", "12f", "13b", "14")
     assert {o.status for o in outcomes if o.id not in informative} == {PASS}
     assert {o.id: o for o in outcomes}["14"].status == INFO
     assert {o.id: o for o in outcomes}["10e"].status == INFO
@@ -282,8 +286,9 @@ def test_only_selects_scenarios() -> None:
 def test_only_runs_one_scenario_in_fresh_processes(tmp_path: Path) -> None:
     records, _, paths = run(tiny_config(tmp_path, isolate=True, charts=False), only=["tick"])
     assert {r["scenario"] for r in records} == {"tick"}
-    assert {r["contender"] for r in records} == {"engine", "numpy", "numpy f32 SoA", "esper",
-                                                  "tcod-ecs", "dicts"}
+    assert {r["contender"] for r in records} == {
+        "engine", "numpy", "engine per field", "numpy per field", "numpy f32 SoA", "esper",
+        "tcod-ecs", "dicts"}
     assert all(r["status"] == "ok" for r in records)
     assert all(r["wall_s"] > 0 for r in records)
     assert "## Movement tick" in paths["md"].read_text()

@@ -1,9 +1,10 @@
 """One movement tick: ``position += velocity * dt`` over every moving entity.
 
-The engine's system is the owning-group query; its references are the same numpy
-expression on plain, pre-aligned structured arrays of the same dtypes and, as INFO, on
-float32 struct-of-arrays columns (what the row layout of structured arrays costs), all
-timed interleaved and started from copies of the engine's columns. Variant ``churned``
+The engine's system is the owning-group query, written as the README teaches it
+(``q.unstructured``: x and y in one op) and a line per field; the references are the same
+expressions on plain, pre-aligned structured arrays of the same dtypes and, as INFO, on
+float32 struct-of-arrays columns, all timed interleaved and started from copies of the
+engine's columns. Variant ``churned``
 repeats them after 10% of the entities were despawned and respawned at random.
 Baselines run their idiomatic per-entity loop, warm (caches built by a first tick),
 interleaved with the engine's tick on a world holding the same entities; every
@@ -36,7 +37,14 @@ def plan(cfg: Any) -> Plan:
 
 
 def movement(world: World, dt: float = DT) -> None:
-    """The engine's movement system, as a user writes it."""
+    """The engine's movement system, as the README teaches it: both fields in one op."""
+    with world.query(Position, Velocity) as q:
+        pos = q.unstructured(Position)
+        pos += q.unstructured(Velocity) * dt
+
+
+def movement_fields(world: World, dt: float = DT) -> None:
+    """The same system written a line per field (the row layout's stride on every op)."""
     with world.query(Position, Velocity) as q:
         pos, vel = q[Position], q[Velocity]
         pos["x"] += vel["x"] * dt
@@ -50,7 +58,18 @@ def _columns(world: World) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _plain(world: World) -> Op:
-    """The same expression on plain structured arrays (pre-aligned, same dtypes)."""
+    """The engine's expression on plain structured arrays (pre-aligned, same dtypes)."""
+    pos, vel = _columns(world)
+    flat_pos, flat_vel = pos.view(np.float32).reshape(-1, 2), vel.view(np.float32).reshape(-1, 2)
+
+    def run() -> None:
+        flat_pos[...] += flat_vel * DT
+
+    return Op(run, fingerprint=lambda _: sums(len(pos), pos["x"], pos["y"]))
+
+
+def _plain_fields(world: World) -> Op:
+    """The per-field expression on plain structured arrays."""
     pos, vel = _columns(world)
 
     def run() -> None:
@@ -75,14 +94,22 @@ def _soa(world: World) -> Op:
 
 def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
     world, rng = build_world(n)
+    fields_world, fields_rng = build_world(n)  # its own copy: both systems move positions
     out: list[Record] = []
     for variant in ("fresh", "churned"):
         if variant == "churned":
             churn(world, rng, 0.10)
+            churn(fields_world, fields_rng, 0.10)
         movement(world)  # the owning group exists before the references copy the rows
+        movement_fields(fields_world)
         ops = {"engine": Op(lambda: movement(world), fingerprint=lambda _: world_motion(world)),
-               "numpy": _plain(world), "soa": _soa(world)}
+               "numpy": _plain(world),
+               "engine fields": Op(lambda: movement_fields(fields_world),
+                                   fingerprint=lambda _: world_motion(fields_world)),
+               "numpy fields": _plain_fields(fields_world), "soa": _soa(world)}
         names = {"engine": ("tick", variant, "engine"), "numpy": ("tick", variant, "numpy"),
+                 "engine fields": ("tick", variant, "engine per field"),
+                 "numpy fields": ("tick", variant, "numpy per field"),
                  "soa": ("tick", variant, "numpy f32 SoA")}
         out += timed_records(NAME, n, ops, timing, names)
     with world.query(Position, Velocity) as q:
