@@ -319,14 +319,15 @@ class Query:
                     self._write_back(store_of[ctype], rows[ctype], arr, original)
         finally:
             self._open = False
-            if self._cache:
+            if self._writable:
                 for arr in self._writable:
                     # Dead after the block: a kept column that could still write would
                     # bypass change tracking (views derived inside the block are caught by
                     # the stores' outstanding-view check at the next snapshot or restore).
                     arr.setflags(write=False)
-                self._cache = {}
                 self._writable = []
+            if self._cache:
+                self._cache = {}
                 self._gathered = None
             world = self._world
             world._open_queries -= 1
@@ -433,6 +434,24 @@ class Query:
         field, which steps through memory with a stride of the whole row. numpy's
         ``structured_to_unstructured`` does the same at a far higher fixed cost. Writes are
         kept exactly like writes to ``q[ctype]`` (read-only types give a read-only view)."""
+        if not self._open:
+            self._check_open()
+        plan = self._plan
+        rows = plan.rows.get(ctype)
+        store = plan.store_of.get(ctype)
+        if rows is None or store is None or store.flat is None:
+            return self._unstructured_column(ctype)  # (and every error)
+        if rows.__class__ is not slice:  # gathered: a view of the gathered copy
+            return self._unstructured_column(ctype)
+        if ctype in plan.readonly:
+            return store.frozen_flat[rows]  # type: ignore[index]
+        flat = store.flat[rows]
+        if rows.stop > rows.start:
+            store.touch_rows(rows.start, rows.stop)
+        self._writable.append(flat)  # read-only after the block, like the columns
+        return flat
+
+    def _unstructured_column(self, ctype: type) -> np.ndarray:
         column = self[ctype]
         schema = schema_of(ctype)
         element = schema.element

@@ -104,6 +104,9 @@ class ComponentStore:
         self.owner: Group | None = None  # the Group that owns this store
         self.columns: dict[str, np.ndarray] = {}  # field name -> view of ``data`` (cached)
         self.frozen: np.ndarray = self.data  # a read-only view of ``data`` (bound below)
+        self.flat: np.ndarray | None = None  # ``data`` as (rows, values) if one dtype
+        self.frozen_flat: np.ndarray | None = None
+        self._own_views = 0
         # Records' fast paths, for one-value fields: name -> column (reads), and name ->
         # (writer, Python type, lowest, highest): a value of that type within the bounds
         # is stored exactly with no conversion, through ``writer[row] = value`` (a
@@ -131,6 +134,15 @@ class ComponentStore:
         self.columns = {name: data[name] for name in self.schema.field_names}
         self.frozen = data.view()  # read-only: its slices are read-only views for free
         self.frozen.flags.writeable = False
+        # ``Query.unstructured``: (capacity, values per row) views when every field has
+        # one dtype, so an aligned query slices them with one numpy call
+        element = self.schema.element
+        if element is not None:
+            width = self.schema.dtype.itemsize // element.itemsize
+            self.flat = data.view(element).reshape(len(data), width)
+            self.frozen_flat = self.flat.view()
+            self.frozen_flat.flags.writeable = False
+        self._own_views = len(self.columns) + 2 + (2 if element is not None else 0)
         # Records' fast paths (ChildOf is written only through world.set_parent: no
         # writers for it).
         exact = self.schema.exact_scalars
@@ -423,8 +435,8 @@ class ComponentStore:
         it dies are never taken for the copied rows (every numpy
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
-        # the store's own views besides the columns: ``frozen`` and ``_row_words``
-        return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 2
+        # the store's own views: the columns, ``frozen``, ``_row_words`` and the flat pair
+        return sys.getrefcount(self.data) > _UNSHARED_REFS + self._own_views
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""

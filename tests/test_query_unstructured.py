@@ -104,3 +104,34 @@ def test_outside_the_block_and_outside_the_query() -> None:
     with q:
         with pytest.raises(KeyError, match="Velocity is not part of this query"):
             q.unstructured(Velocity)
+
+
+@pytest.mark.parametrize("ctype", [Position, Mixed])
+def test_kept_flat_views_count_as_outstanding_views_of_the_store(ctype: type) -> None:
+    world = World()
+    world.spawn_batch(ctype(), count=3)
+    store = world.store(ctype)
+    assert not store.views_outstanding()  # the store's own flat pair is counted out
+    with world.query(ctype) as q:
+        kept = q.unstructured(ctype) if ctype is Position else q[ctype]
+        derived = kept[1:]  # a view made inside the block, still writable after it
+    assert store.views_outstanding()
+    del kept, derived
+    assert not store.views_outstanding()
+
+
+def test_flat_views_follow_the_store_when_it_grows_and_after_a_restore() -> None:
+    world = World()
+    keys = world.spawn_batch(Position(x=np.arange(3.0)), Velocity(x=1))
+    snap = world.snapshot()
+    world.spawn_batch(Position(x=7), Velocity(x=1), count=5000)  # the arrays are replaced
+    with world.query(Position, Velocity) as q:
+        pos = q.unstructured(Position)
+        pos += q.unstructured(Velocity)
+    assert float(world.get(keys[2], Position)["x"]) == 3.0
+    world.restore(snap)
+    with world.query(Position, Velocity) as q:
+        pos = q.unstructured(Position)
+        assert pos.shape == (3, 2)
+        pos += q.unstructured(Velocity)
+    assert [float(world.get(k, Position)["x"]) for k in keys] == [1.0, 2.0, 3.0]
