@@ -116,9 +116,8 @@ def engine_world(n: int) -> World:
 def engine_tick(world: World) -> None:
     """The three systems, as an engine user writes them."""
     with world.query(SmallPos, SmallVel, readonly=(SmallVel,)) as q:
-        pos, vel = q[SmallPos], q[SmallVel]
-        pos["x"] += vel["x"] * DT
-        pos["y"] += vel["y"] * DT
+        pos = q.unstructured(SmallPos)  # x and y in one op (README: quick start)
+        pos += q.unstructured(SmallVel) * DT
     with world.query(SmallVel, SmallGravity, readonly=(SmallGravity,)) as q:
         q[SmallVel]["y"] -= q[SmallGravity]["g"] * DT
     with world.query(SmallLife) as q:
