@@ -4,18 +4,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import World, component, field
-
-
-@component
-class Position:
-    x: np.float32 = 0.0
-    y: np.float32 = 0.0
-
-
-@component
-class Velocity:
-    x: np.float32 = 0.0
-    y: np.float32 = 0.0
+from ecs_engine.components import Position, Velocity  # x, y: float32 each
 
 
 @component
