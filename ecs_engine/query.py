@@ -40,7 +40,8 @@ class QueryPlan:
     """
 
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
-                 "entities", "aligned", "nested_gather", "_layouts", "_signature")
+                 "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
+                 "_layouts", "_signature")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
                  readonly: Iterable[type] = ()) -> None:
@@ -72,6 +73,10 @@ class QueryPlan:
         self.entities: np.ndarray = _NO_KEYS
         self.aligned = True
         self.nested_gather = False  # gathered only because of when it ran (see _resolve)
+        self.unstepped_gather = False  # ... outermost but outside a step: retried in one
+        # What alone decides the rows of an aligned plan (see _resize): its one store, or
+        # the group owning exactly its types. None: a full resolve.
+        self._prefix: ComponentStore | Group | None = None
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
 
@@ -95,28 +100,50 @@ class QueryPlan:
                          or tuple(map(_LAYOUT, self.stores)) == self._layouts)
                     and (not self.without or self._excluded(world) == sig[3])
                     and (self.aligned or world._open_queries > 1
-                         or (not self.nested_gather
+                         or ((not self.nested_gather
+                              or (self.unstepped_gather and not world.stepping))
                              and (not self.may_create or not world.auto_group
                                   or any(s.owner is not None for s in self.stores))))):
                 return  # (a gathered query re-resolves while it could get a group or views)
+            if not self._resize(first):
+                self._resolve(world)
         else:
             self.stores = tuple(world._store(t) for t in self.types)
             self.store_of = dict(zip(self.types, self.stores, strict=True))
-        self._resolve(world)
+            self._resolve(world)
         first = self.stores[0]
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),
                            first.layout_version)
 
+    def _resize(self, first: ComponentStore) -> bool:
+        """Re-resolve an aligned plan whose rows are a prefix of known size: all of its
+        one store, or the prefix of the group owning exactly its types (after a spawn
+        or despawn only the size moved). False: a full resolve is needed."""
+        prefix = self._prefix
+        if prefix is None:
+            return False
+        if prefix is first:
+            size = first.n
+        elif first.owner is prefix:  # (a disbanded or replaced group owns nothing)
+            size = first.group_size
+        else:
+            return False
+        self._set_aligned(slice(0, size), first)
+        return True
+
     def _resolve(self, world: World) -> None:
-        self.nested_gather = False
+        self.nested_gather = self.unstepped_gather = False
+        self._prefix = None
         stores = self.store_of
         excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
         excluded = [s for s in excluded if s.n]
         first = self.stores[0]
         if len(self.types) == 1 and not excluded:
             self._set_aligned(slice(0, first.n), first)
+            if not self.without:  # (an excluded store that gains rows changes the rows)
+                self._prefix = first
             return
         if min(s.n for s in self.stores) == 0:  # nothing can match: no gather at all
             self._set_aligned(slice(0, 0), first)
@@ -124,6 +151,8 @@ class QueryPlan:
         group = world._group_for(self.types, may_create=self.may_create)
         if group is not None and not excluded:
             self._set_aligned(slice(0, group.size), first)
+            if not self.without:
+                self._prefix = group
             return
         if not excluded and self._within_group():
             return
@@ -150,8 +179,10 @@ class QueryPlan:
         every = bool(mask.all())  # every driver row matches (common): no selection
         self.rows = dict(rows) if every else {t: r[mask] for t, r in rows.items()}
         if not excluded:
-            # Gathered only because another query is open or no step runs: retried.
+            # Gathered only because another query is open or no step runs: retried
+            # (when outermost, or if it ran outermost outside a step, inside one).
             self.nested_gather = world._open_queries > 1 or not world.stepping
+            self.unstepped_gather = world._open_queries == 1 and not world.stepping
             if not self.nested_gather and self._align_in_group(world):
                 return
         self.entities = _readonly(keys.copy() if every else keys[mask])  # not a live view
