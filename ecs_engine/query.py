@@ -29,6 +29,7 @@ _LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on 
 _NO_KEYS = np.zeros(0, np.uint64)
 _NO_KEYS.flags.writeable = False
 _BYTES_COMPARE_MAX = 32768  # up to here one bytes compare finds unwritten columns fastest
+_count = np.count_nonzero  # on a mask: ~0.4 us, where .all()/.any() cost ~2 us
 
 
 class QueryPlan:
@@ -176,7 +177,7 @@ class QueryPlan:
             mask &= r >= 0
         for store in excluded:
             mask &= store.rows_of(slots) < 0
-        every = bool(mask.all())  # every driver row matches (common): no selection
+        every = _count(mask) == len(mask)  # every driver row matches (common): no selection
         self.rows = dict(rows) if every else {t: r[mask] for t, r in rows.items()}
         if not excluded:
             # Gathered only because another query is open or no step runs: retried
@@ -312,7 +313,7 @@ class Query:
         self._open = False
         self._cache: dict[type, np.ndarray] = {}
         self._writable: list[np.ndarray] = []  # columns to make read-only at block exit
-        self._gathered: dict[type, tuple[np.ndarray, np.ndarray]] | None = None
+        self._gathered: dict[type, tuple[np.ndarray, np.ndarray | bytes]] | None = None
         self.entities: np.ndarray = _NO_KEYS
 
     @property
@@ -394,19 +395,21 @@ class Query:
 
     @staticmethod
     def _write_back(store: ComponentStore, rows: Any, arr: np.ndarray,
-                    original: np.ndarray) -> None:
+                    original: np.ndarray | bytes) -> None:
         """Scatter only the rows this block changed, so writes made meanwhile through
         ``world.get`` or an inner query survive (and unchanged chunks stay shared)."""
-        nbytes = arr.nbytes
-        if nbytes == 0:
+        if arr.nbytes == 0:
             return
-        if nbytes <= _BYTES_COMPARE_MAX and arr.tobytes() == original.tobytes():
-            return  # read, not written (for small columns one bytes compare beats numpy's)
+        if isinstance(original, bytes):  # a small column
+            if arr.tobytes() == original:
+                return  # read, not written (one bytes compare beats numpy's)
+            original = np.frombuffer(original, arr.dtype)
         changed = _changed_rows(arr, original)
-        if changed.all():  # every row written (a system's usual update): no selection
+        hits = _count(changed)
+        if hits == len(changed):  # every row written (a system's usual update): no selection
             store.data[rows] = arr
             store.touch(rows)
-        elif changed.any():
+        elif hits:
             where = rows[changed]
             # select through a void view: a boolean index of a structured array copies
             # field by field (~5x slower)
@@ -450,7 +453,11 @@ class Query:
         else:
             if self._gathered is None:
                 self._gathered = {}
-            self._gathered[ctype] = (arr, clone(arr))  # a memcpy: numpy copies field by field
+            # The original, to find the rows the block changes: small columns as bytes
+            # (one call; the exit compares bytes first anyway), others as a memcpy
+            # (numpy copies structured arrays field by field).
+            self._gathered[ctype] = (arr, arr.tobytes() if arr.nbytes <= _BYTES_COMPARE_MAX
+                                     else clone(arr))
         self._cache[ctype] = arr
         return arr
 

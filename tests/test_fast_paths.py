@@ -236,7 +236,7 @@ def test_record_fast_reads_follow_rows_that_move() -> None:
         rec["hp"] = 1
 
 
-@pytest.mark.parametrize("n", [3, 64, 65, 1000])
+@pytest.mark.parametrize("n", [3, 64, 65, 1000, 5000])  # 5000: past the bytes compare
 @pytest.mark.parametrize("ctype", [Pos, Vel, Wide, Bag])
 def test_gathered_write_back_scatters_exactly_the_changed_rows(n: int, ctype: type) -> None:
     """Both change detectors (one compare per row for few rows, word compares for many)
