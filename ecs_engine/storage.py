@@ -23,17 +23,24 @@ PARENT_LINK = "ChildOf"
 
 def move_plan(current: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``ComponentStore.move_rows``' permutation as ``(dst, src)`` for ``place_rows``:
-    row ``current[j]`` goes to ``targets[j]`` (a contiguous range), displaced rows take
-    the places the moved rows left, paired in ascending order. None: nothing moves."""
-    if np.array_equal(current, targets):
+    row ``current[j]`` goes to ``targets[j]`` (a contiguous range; both int64), displaced
+    rows take the places the moved rows left, paired in ascending order. None: nothing
+    moves."""
+    # (Few numpy calls, none through Python-level wrappers: at a few hundred rows each
+    # call's fixed cost is most of the time.)
+    if not np.count_nonzero(current != targets):
         return None
-    t0, t1 = int(targets[0]), int(targets[-1]) + 1
-    inside = (current >= t0) & (current < t1)
-    vacated = np.sort(current[~inside])
-    claimed = np.zeros(t1 - t0, np.bool_)
-    claimed[current[inside] - t0] = True
-    displaced = t0 + np.flatnonzero(~claimed)
-    return np.concatenate([targets, vacated]), np.concatenate([current, displaced])
+    k = len(targets)
+    t0 = targets[0]  # a numpy scalar: compares with no Python int conversion
+    offset = current - t0
+    inside = offset.view(np.uint64) < k  # below t0 wraps to huge
+    vacated = current[~inside]
+    vacated.sort()
+    claimed = np.zeros(k, np.bool_)
+    claimed[offset[inside]] = True
+    displaced = (~claimed).nonzero()[0]
+    displaced += t0
+    return np.concatenate((targets, vacated)), np.concatenate((current, displaced))
 
 
 def key_slots_view(keys: np.ndarray) -> np.ndarray:
