@@ -367,7 +367,7 @@ class ComponentStore:
         in_tail = rows >= new_n
         doomed = np.zeros(k, np.bool_)
         doomed[rows[in_tail] - new_n] = True
-        movers = np.flatnonzero(~doomed)
+        movers = (~doomed).nonzero()[0]  # (flatnonzero is a Python wrapper around it)
         movers += new_n
         holes = rows[~in_tail]
         if len(holes):
