@@ -59,6 +59,23 @@ class Group:
             store.move_rows(store.rows_of(slots), targets)
         self._set_size(self.size + len(slots))
 
+    def enter_appended(self, count: int) -> None:
+        """``enter`` of fresh entities that were just appended to every store of the
+        group, as the last ``count`` rows of each (in the same key order): all of them
+        join, with no index lookups, and nothing moves where the group already spans its
+        store (the common case: the appended rows are the group's next rows)."""
+        if count == 0:
+            return
+        size = self.size
+        targets: np.ndarray | None = None
+        for store in self.stores:
+            start = store.n - count
+            if start != size:
+                if targets is None:
+                    targets = np.arange(size, size + count)
+                store.move_rows(np.arange(start, store.n), targets)
+        self._set_size(size + count)
+
     def enter_one(self, slot: int) -> None:
         """``enter`` for one entity (by slot), with no temporary arrays."""
         size = self.size

@@ -248,11 +248,13 @@ class ComponentStore:
     def contains(self, slot: int) -> bool:
         return slot < len(self.sparse) and self.sparse[slot] >= 0
 
-    def append(self, keys: np.ndarray, first_slot: int | None = None) -> slice:
+    def append(self, keys: np.ndarray, first_slot: int | None = None,
+               slots: np.ndarray | None = None) -> slice:
         """Append rows for new keys (not present); returns the slice to fill.
 
         ``first_slot``: the keys' slots are ``first_slot, first_slot + 1, ...`` (fresh
-        slots from one allocation), so the sparse update is one slice write."""
+        slots from one allocation), so the sparse update is one slice write; ``slots``:
+        the keys' slots, when the caller has them (several stores get the same keys)."""
         k = len(keys)
         self.reserve(self.n + k)
         rows = slice(self.n, self.n + k)
@@ -261,7 +263,7 @@ class ComponentStore:
         if first_slot is not None:
             self.sparse[first_slot : first_slot + k] = row_ids
         else:
-            self.sparse[key_slots_view(keys)] = row_ids
+            self.sparse[key_slots_view(keys) if slots is None else slots] = row_ids
         self.n += k
         self.touch_layout()
         return rows

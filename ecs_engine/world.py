@@ -43,7 +43,7 @@ from ecs_engine.snapshot import (
     take_snapshot,
 )
 from ecs_engine.statehash import state_hash
-from ecs_engine.storage import ComponentStore
+from ecs_engine.storage import ComponentStore, key_slots_view
 
 if TYPE_CHECKING:
     from ecs_engine.prefab import PrefabRegistry
@@ -487,15 +487,21 @@ class World:
             self._check_still_alive(keys, "add (deferred)")
         if fresh:
             entering: list[Group] = []  # each group once, when every store has the rows
+            filled: list[ComponentStore] = []
+            slots = None if first_slot is not None else key_slots_view(keys)  # once
             for comp in comps:
                 store = self._store(type(comp))
-                appended = store.append(keys, first_slot)  # may reallocate data: write after
+                appended = store.append(keys, first_slot, slots)  # may reallocate: write after
                 comp._write(store.data, appended)
+                filled.append(store)
                 owner = store.owner
                 if isinstance(owner, Group) and owner not in entering:
                     entering.append(owner)
             for group in entering:
-                group.enter(keys)
+                # Fresh keys have exactly the given types: all join a group whose every
+                # store got them (as each store's last rows), none join another.
+                if all(s in filled for s in group.stores):
+                    group.enter_appended(len(keys))
             return
         slots = key_slots(keys)
         for comp in comps:
