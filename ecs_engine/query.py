@@ -167,18 +167,31 @@ class QueryPlan:
             return 0
 
         driver = min(self.stores, key=lambda s: s.n - skipped(s))
-        keys = driver.entities[skipped(driver) : driver.n]
+        start = skipped(driver)
+        keys = driver.entities[start : driver.n]
         slots = key_slots(keys)
-        mask = np.ones(len(keys), np.bool_)
-        rows: dict[type, np.ndarray] = {}
+        mask: np.ndarray | None = None
+        looked_up: dict[type, np.ndarray] = {}
         for t, store in stores.items():
+            if store is driver:
+                continue  # its rows are [start, n): no lookup
             r = store.rows_of(slots)
-            rows[t] = r
-            mask &= r >= 0
+            looked_up[t] = r
+            mask = r >= 0 if mask is None else mask & (r >= 0)
         for store in excluded:
-            mask &= store.rows_of(slots) < 0
+            mask = (store.rows_of(slots) < 0 if mask is None
+                    else mask & (store.rows_of(slots) < 0))
+        assert mask is not None  # (another type, or an excluded store: see above)
+        driver_type = next(t for t, s in stores.items() if s is driver)
         every = _count(mask) == len(mask)  # every driver row matches (common): no selection
-        self.rows = dict(rows) if every else {t: r[mask] for t, r in rows.items()}
+        rows: dict[type, slice | np.ndarray]
+        if every:  # the driver's column is then a view of its rows, not a gathered copy
+            rows = dict(looked_up)
+            rows[driver_type] = slice(start, driver.n)
+        else:
+            rows = {t: r[mask] for t, r in looked_up.items()}
+            rows[driver_type] = mask.nonzero()[0] + start
+        self.rows = rows
         if not excluded:
             # Gathered only because another query is open or no step runs: retried
             # (when outermost, or if it ran outermost outside a step, inside one).
@@ -238,12 +251,16 @@ class QueryPlan:
         lead_type = next(t for t, s in self.store_of.items() if s.owner is group)
         lead = self.store_of[lead_type]  # rows in its prefix are the group's rows
         group_rows = self.rows[lead_type]  # the matches' rows there (gathered)
-        assert isinstance(group_rows, np.ndarray)
-        k = len(group_rows)
+        if isinstance(group_rows, slice):  # (the lead drove the gather: all its rows)
+            first, last = group_rows.start, group_rows.stop - 1
+            k = last - first + 1
+        else:
+            k = len(group_rows)
+            if k:
+                first, last = int(group_rows.min()), int(group_rows.max())
         if k == 0:
             self._set_aligned(slice(0, 0), lead)
             return True
-        first, last = int(group_rows.min()), int(group_rows.max())
         if last >= group.size or last - first + 1 != k:
             return False  # a match outside the group, or not one run of it: gather
         rows: dict[type, slice | np.ndarray] = {}

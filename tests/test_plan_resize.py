@@ -82,8 +82,8 @@ def test_resized_plans_follow_spawns_and_despawns(seed: int) -> None:
             world.despawn_batch(np.array(doomed, np.uint64))
         for key in doomed:
             del have[key]
-        choice = int(rng.integers(3))
-        spawn([[P, V, G], [P, V], [P, G]][choice], int(rng.integers(0, 12)))
+        mixes: list[list[type]] = [[P, V, G], [P, V], [P, G]]
+        spawn(mixes[int(rng.integers(3))], int(rng.integers(0, 12)))
 
 
 def test_resize_skips_the_full_resolve_only_where_it_may(
