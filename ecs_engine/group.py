@@ -120,9 +120,16 @@ class Group:
         if len(keys) == 0:
             return
         rows = self.stores[0].rows_of(key_slots(keys))
-        rows = np.sort(rows[(rows >= 0) & (rows < self.size)])
+        self.leave_rows(rows[rows >= 0])
+
+    def leave_rows(self, rows: np.ndarray) -> None:
+        """``leave`` of the entities in ``rows`` (distinct, int64) of any one store of
+        the group: prefix rows name the same entities in every store, the others are not
+        members (a caller that looked the rows up already saves the lookup)."""
+        rows = rows[rows < self.size]
         if len(rows) == 0:
             return
+        rows.sort()
         targets = np.arange(self.size - len(rows), self.size)
         moves = move_plan(rows, targets)  # the same rows in every store: planned once
         if moves is not None:

@@ -359,13 +359,14 @@ class ComponentStore:
         self._touch_layout_rows(row, group_last)
         self.chunk_marks[end // CHUNK_ROWS] = self.data_version  # the third row that moved
 
-    def remove_rows(self, rows: np.ndarray) -> None:
-        """Swap-remove distinct rows: the last live rows fill the holes."""
+    def remove_rows(self, rows: np.ndarray, slots: np.ndarray | None = None) -> None:
+        """Swap-remove distinct rows: the last live rows fill the holes. ``slots``: the
+        removed entities' slots (in any order), when the caller has them."""
         k = len(rows)
         if k == 0:
             return
         new_n = self.n - k
-        self.sparse[key_slots(self.entities[rows])] = -1
+        self.sparse[key_slots(self.entities[rows]) if slots is None else slots] = -1
         in_tail = rows >= new_n
         doomed = np.zeros(k, np.bool_)
         doomed[rows[in_tail] - new_n] = True

@@ -51,10 +51,10 @@ if TYPE_CHECKING:
 SystemFn = Callable[["World", float], Any]
 # Batches up to these sizes go row by row: numpy's per-call costs outweigh a few rows.
 # Measured (best of 200, 4 components, 1k-10k entities): spawn_batch's numpy path costs
-# ~25 us whatever the size, row by row ~10 us + ~3 us a row; despawn_batch ~70 us against
+# ~25 us whatever the size, row by row ~10 us + ~3 us a row; despawn_batch ~65 us against
 # ~3 us a key.
 SMALL_SPAWN = 4
-SMALL_DESPAWN = 24
+SMALL_DESPAWN = 20
 MAX_QUERY_PLANS = 1024  # distinct query call shapes cached per world (systems use a few)
 
 
@@ -581,13 +581,13 @@ class World:
                 if not hits:
                     continue
                 rows = rows[has]
+            gone = slots if hits == len(slots) else slots[has]
             owner = store.owner
             if owner is not None and owner not in left:
-                gone = keys if hits == len(keys) else keys[has]
-                owner.leave(gone)
+                owner.leave_rows(rows)  # (a group's prefix rows are the same in each store)
                 left.append(owner)
-                rows = store.rows_of(key_slots(gone))  # where leaving moved them
-            store.remove_rows(rows)
+                rows = store.rows_of(gone)  # where leaving moved them
+            store.remove_rows(rows, gone)
         self._slots.release(slots)
         if self._pending_despawn:
             self._pending_despawn.difference_update(keys.tolist())
