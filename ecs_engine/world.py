@@ -367,7 +367,9 @@ class World:
         # layout of an append and enter_one, in one move instead of swaps).
         joined = [g for g in owners if all(s in stores for s in g.stores)]
         joins = [s.owner if s.owner in joined else None for s in stores]
-        rows = [comp._row_tuples(n) for comp in comps]  # converted once, not per row
+        # Values converted once for all rows (for one row, converting costs more than it
+        # saves: _write_row writes it directly).
+        rows = [comp._row_tuples(n) if n > 1 else None for comp in comps]
         slots = self._slots
         keys = []
         for i in range(n):
