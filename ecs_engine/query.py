@@ -26,6 +26,7 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 
 _LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
+_ROWS = operator.attrgetter("n")
 _NO_KEYS = np.zeros(0, np.uint64)
 _NO_KEYS.flags.writeable = False
 _BYTES_COMPARE_MAX = 32768  # up to here one bytes compare finds unwritten columns fastest
@@ -149,7 +150,7 @@ class QueryPlan:
         if min(s.n for s in self.stores) == 0:  # nothing can match: no gather at all
             self._set_aligned(slice(0, 0), first)
             return
-        group = world._group_for(self.types, may_create=self.may_create)
+        group = world._group_for(self.types, may_create=self.may_create, stores=self.stores)
         if group is not None and not excluded:
             self._set_aligned(slice(0, group.size), first)
             if not self.without:
@@ -166,8 +167,11 @@ class QueryPlan:
                 return store.group_size
             return 0
 
-        driver = min(self.stores, key=lambda s: s.n - skipped(s))
-        start = skipped(driver)
+        if excluded:
+            driver = min(self.stores, key=lambda s: s.n - skipped(s))
+            start = skipped(driver)
+        else:  # nothing skipped: the smallest store drives
+            driver, start = min(self.stores, key=_ROWS), 0
         keys = driver.entities[start : driver.n]
         slots = key_slots(keys)
         mask: np.ndarray | None = None

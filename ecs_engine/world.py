@@ -827,10 +827,14 @@ class World:
         self._groups.append(group)
         return group
 
-    def _group_for(self, types: Sequence[type], may_create: bool = True) -> Group | None:
+    def _group_for(self, types: Sequence[type], may_create: bool = True,
+                   stores: Sequence[ComponentStore] | None = None) -> Group | None:
+        """The group owning exactly ``types`` (their ``stores``, when the caller has
+        them), creating it when allowed; None if there is none."""
         if len(types) < 2:  # a one-type group is useless and would block a real one
             return None
-        stores = [self._store(t) for t in types]
+        if stores is None:
+            stores = [self._store(t) for t in types]
         owner = stores[0].owner
         if isinstance(owner, Group) and set(owner.types) == set(types):
             return owner
