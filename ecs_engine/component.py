@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -519,6 +520,25 @@ class ComponentBase:
             data[row] = schema.row_of(values)  # every field given: one tuple, in order
         else:
             self._write_row(data, row)
+
+    def _row_tuples(self, n: int) -> list[tuple[Any, ...]] | None:
+        """The ``n`` rows these values write (a batch's entries, or the one entity's row
+        repeated) as tuples in field order, defaults filled in: each is one structured
+        item assignment. None when a field has a per-row shape."""
+        schema = type(self).__component_schema__  # type: ignore[attr-defined]
+        if not schema.flat:
+            return None
+        values = self._values
+        if not values:
+            return [schema.default_row] * n
+        columns: list[Any] = []
+        for name, default in zip(schema.field_names, schema.default_row, strict=True):
+            value = values.get(name, default)
+            if isinstance(value, np.ndarray) and value.ndim:
+                columns.append(value.tolist())  # a batch: exact Python scalars
+            else:
+                columns.append(itertools.repeat(value, n))
+        return list(zip(*columns, strict=True))
 
     def _write_row(self, data: np.ndarray, row: int, item: int = 0) -> None:
         """Write these values into ``data[row]``: entry ``item`` of a batch, or the one

@@ -59,6 +59,23 @@ class Group:
             store.move_rows(store.rows_of(slots), targets)
         self._set_size(self.size + len(slots))
 
+    def enter_appended(self, count: int) -> None:
+        """``enter`` of fresh entities that were just appended to every store of the
+        group, as the last ``count`` rows of each (in the same key order): all of them
+        join, with no index lookups, and nothing moves where the group already spans its
+        store (the common case: the appended rows are the group's next rows)."""
+        if count == 0:
+            return
+        size = self.size
+        targets: np.ndarray | None = None
+        for store in self.stores:
+            start = store.n - count
+            if start != size:
+                if targets is None:
+                    targets = np.arange(size, size + count)
+                store.move_rows(np.arange(start, store.n), targets)
+        self._set_size(size + count)
+
     def enter_one(self, slot: int) -> None:
         """``enter`` for one entity (by slot), with no temporary arrays."""
         size = self.size
@@ -103,9 +120,16 @@ class Group:
         if len(keys) == 0:
             return
         rows = self.stores[0].rows_of(key_slots(keys))
-        rows = np.sort(rows[(rows >= 0) & (rows < self.size)])
+        self.leave_rows(rows[rows >= 0])
+
+    def leave_rows(self, rows: np.ndarray) -> None:
+        """``leave`` of the entities in ``rows`` (distinct, int64) of any one store of
+        the group: prefix rows name the same entities in every store, the others are not
+        members (a caller that looked the rows up already saves the lookup)."""
+        rows = rows[rows < self.size]
         if len(rows) == 0:
             return
+        rows.sort()
         targets = np.arange(self.size - len(rows), self.size)
         moves = move_plan(rows, targets)  # the same rows in every store: planned once
         if moves is not None:

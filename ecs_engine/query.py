@@ -26,9 +26,11 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 
 _LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
+_ROWS = operator.attrgetter("n")
 _NO_KEYS = np.zeros(0, np.uint64)
 _NO_KEYS.flags.writeable = False
 _BYTES_COMPARE_MAX = 32768  # up to here one bytes compare finds unwritten columns fastest
+_count = np.count_nonzero  # on a mask: ~0.4 us, where .all()/.any() cost ~2 us
 
 
 class QueryPlan:
@@ -40,7 +42,8 @@ class QueryPlan:
     """
 
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
-                 "entities", "aligned", "nested_gather", "_layouts", "_signature")
+                 "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
+                 "_layouts", "_signature")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
                  readonly: Iterable[type] = ()) -> None:
@@ -72,6 +75,10 @@ class QueryPlan:
         self.entities: np.ndarray = _NO_KEYS
         self.aligned = True
         self.nested_gather = False  # gathered only because of when it ran (see _resolve)
+        self.unstepped_gather = False  # ... outermost but outside a step: retried in one
+        # What alone decides the rows of an aligned plan (see _resize): its one store, or
+        # the group owning exactly its types. None: a full resolve.
+        self._prefix: ComponentStore | Group | None = None
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
 
@@ -95,35 +102,59 @@ class QueryPlan:
                          or tuple(map(_LAYOUT, self.stores)) == self._layouts)
                     and (not self.without or self._excluded(world) == sig[3])
                     and (self.aligned or world._open_queries > 1
-                         or (not self.nested_gather
+                         or ((not self.nested_gather
+                              or (self.unstepped_gather and not world.stepping))
                              and (not self.may_create or not world.auto_group
                                   or any(s.owner is not None for s in self.stores))))):
                 return  # (a gathered query re-resolves while it could get a group or views)
+            if not self._resize(first):
+                self._resolve(world)
         else:
             self.stores = tuple(world._store(t) for t in self.types)
             self.store_of = dict(zip(self.types, self.stores, strict=True))
-        self._resolve(world)
+            self._resolve(world)
         first = self.stores[0]
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),
                            first.layout_version)
 
+    def _resize(self, first: ComponentStore) -> bool:
+        """Re-resolve an aligned plan whose rows are a prefix of known size: all of its
+        one store, or the prefix of the group owning exactly its types (after a spawn
+        or despawn only the size moved). False: a full resolve is needed."""
+        prefix = self._prefix
+        if prefix is None:
+            return False
+        if prefix is first:
+            size = first.n
+        elif first.owner is prefix:  # (a disbanded or replaced group owns nothing)
+            size = first.group_size
+        else:
+            return False
+        self._set_aligned(slice(0, size), first)
+        return True
+
     def _resolve(self, world: World) -> None:
-        self.nested_gather = False
+        self.nested_gather = self.unstepped_gather = False
+        self._prefix = None
         stores = self.store_of
         excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
         excluded = [s for s in excluded if s.n]
         first = self.stores[0]
         if len(self.types) == 1 and not excluded:
             self._set_aligned(slice(0, first.n), first)
+            if not self.without:  # (an excluded store that gains rows changes the rows)
+                self._prefix = first
             return
         if min(s.n for s in self.stores) == 0:  # nothing can match: no gather at all
             self._set_aligned(slice(0, 0), first)
             return
-        group = world._group_for(self.types, may_create=self.may_create)
+        group = world._group_for(self.types, may_create=self.may_create, stores=self.stores)
         if group is not None and not excluded:
             self._set_aligned(slice(0, group.size), first)
+            if not self.without:
+                self._prefix = group
             return
         if not excluded and self._within_group():
             return
@@ -136,22 +167,40 @@ class QueryPlan:
                 return store.group_size
             return 0
 
-        driver = min(self.stores, key=lambda s: s.n - skipped(s))
-        keys = driver.entities[skipped(driver) : driver.n]
+        if excluded:
+            driver = min(self.stores, key=lambda s: s.n - skipped(s))
+            start = skipped(driver)
+        else:  # nothing skipped: the smallest store drives
+            driver, start = min(self.stores, key=_ROWS), 0
+        keys = driver.entities[start : driver.n]
         slots = key_slots(keys)
-        mask = np.ones(len(keys), np.bool_)
-        rows: dict[type, np.ndarray] = {}
+        mask: np.ndarray | None = None
+        looked_up: dict[type, np.ndarray] = {}
         for t, store in stores.items():
+            if store is driver:
+                continue  # its rows are [start, n): no lookup
             r = store.rows_of(slots)
-            rows[t] = r
-            mask &= r >= 0
+            looked_up[t] = r
+            mask = r >= 0 if mask is None else mask & (r >= 0)
         for store in excluded:
-            mask &= store.rows_of(slots) < 0
-        every = bool(mask.all())  # every driver row matches (common): no selection
-        self.rows = dict(rows) if every else {t: r[mask] for t, r in rows.items()}
+            mask = (store.rows_of(slots) < 0 if mask is None
+                    else mask & (store.rows_of(slots) < 0))
+        assert mask is not None  # (another type, or an excluded store: see above)
+        driver_type = next(t for t, s in stores.items() if s is driver)
+        every = _count(mask) == len(mask)  # every driver row matches (common): no selection
+        rows: dict[type, slice | np.ndarray]
+        if every:  # the driver's column is then a view of its rows, not a gathered copy
+            rows = dict(looked_up)
+            rows[driver_type] = slice(start, driver.n)
+        else:
+            rows = {t: r[mask] for t, r in looked_up.items()}
+            rows[driver_type] = mask.nonzero()[0] + start
+        self.rows = rows
         if not excluded:
-            # Gathered only because another query is open or no step runs: retried.
+            # Gathered only because another query is open or no step runs: retried
+            # (when outermost, or if it ran outermost outside a step, inside one).
             self.nested_gather = world._open_queries > 1 or not world.stepping
+            self.unstepped_gather = world._open_queries == 1 and not world.stepping
             if not self.nested_gather and self._align_in_group(world):
                 return
         self.entities = _readonly(keys.copy() if every else keys[mask])  # not a live view
@@ -206,12 +255,16 @@ class QueryPlan:
         lead_type = next(t for t, s in self.store_of.items() if s.owner is group)
         lead = self.store_of[lead_type]  # rows in its prefix are the group's rows
         group_rows = self.rows[lead_type]  # the matches' rows there (gathered)
-        assert isinstance(group_rows, np.ndarray)
-        k = len(group_rows)
+        if isinstance(group_rows, slice):  # (the lead drove the gather: all its rows)
+            first, last = group_rows.start, group_rows.stop - 1
+            k = last - first + 1
+        else:
+            k = len(group_rows)
+            if k:
+                first, last = int(group_rows.min()), int(group_rows.max())
         if k == 0:
             self._set_aligned(slice(0, 0), lead)
             return True
-        first, last = int(group_rows.min()), int(group_rows.max())
         if last >= group.size or last - first + 1 != k:
             return False  # a match outside the group, or not one run of it: gather
         rows: dict[type, slice | np.ndarray] = {}
@@ -281,7 +334,7 @@ class Query:
         self._open = False
         self._cache: dict[type, np.ndarray] = {}
         self._writable: list[np.ndarray] = []  # columns to make read-only at block exit
-        self._gathered: dict[type, tuple[np.ndarray, np.ndarray]] | None = None
+        self._gathered: dict[type, tuple[np.ndarray, np.ndarray | bytes]] | None = None
         self.entities: np.ndarray = _NO_KEYS
 
     @property
@@ -364,19 +417,21 @@ class Query:
 
     @staticmethod
     def _write_back(store: ComponentStore, rows: Any, arr: np.ndarray,
-                    original: np.ndarray) -> None:
+                    original: np.ndarray | bytes) -> None:
         """Scatter only the rows this block changed, so writes made meanwhile through
         ``world.get`` or an inner query survive (and unchanged chunks stay shared)."""
-        nbytes = arr.nbytes
-        if nbytes == 0:
+        if arr.nbytes == 0:
             return
-        if nbytes <= _BYTES_COMPARE_MAX and arr.tobytes() == original.tobytes():
-            return  # read, not written (for small columns one bytes compare beats numpy's)
+        if isinstance(original, bytes):  # a small column
+            if arr.tobytes() == original:
+                return  # read, not written (one bytes compare beats numpy's)
+            original = np.frombuffer(original, arr.dtype)
         changed = _changed_rows(arr, original)
-        if changed.all():  # every row written (a system's usual update): no selection
+        hits = _count(changed)
+        if hits == len(changed):  # every row written (a system's usual update): no selection
             store.data[rows] = arr
             store.touch(rows)
-        elif changed.any():
+        elif hits:
             where = rows[changed]
             # select through a void view: a boolean index of a structured array copies
             # field by field (~5x slower)
@@ -420,7 +475,11 @@ class Query:
         else:
             if self._gathered is None:
                 self._gathered = {}
-            self._gathered[ctype] = (arr, clone(arr))  # a memcpy: numpy copies field by field
+            # The original, to find the rows the block changes: small columns as bytes
+            # (one call; the exit compares bytes first anyway), others as a memcpy
+            # (numpy copies structured arrays field by field).
+            self._gathered[ctype] = (arr, arr.tobytes() if arr.nbytes <= _BYTES_COMPARE_MAX
+                                     else clone(arr))
         self._cache[ctype] = arr
         return arr
 

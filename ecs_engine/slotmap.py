@@ -11,6 +11,7 @@ import numpy as np
 from ecs_engine.entity import KEY_DTYPE, SLOT_BITS, SLOT_MASK, KeyLike, key_slots, key_str
 
 MAX_SLOTS = 1 << 31  # slot indices must also fit a store's int32 sparse array
+_GENERATION_SHIFT = np.uint64(SLOT_BITS)
 
 
 @dataclass(frozen=True)
@@ -127,10 +128,10 @@ class SlotMap:
     def alive_mask(self, keys: np.ndarray) -> np.ndarray:
         """Vectorised ``is_alive`` over a uint64 key array."""
         slots = key_slots(keys)
-        gens = keys >> np.uint64(SLOT_BITS)
         ok = slots < self.high_water
-        safe = np.where(ok, slots, 0)
-        ok &= self.alive[safe] & (self.generations[safe].astype(np.uint64) == gens)
+        # Out-of-range slots read a clipped (wrong) slot, but are already False in ok.
+        ok &= self.alive.take(slots, mode="clip")
+        ok &= self.generations.take(slots, mode="clip") == keys >> _GENERATION_SHIFT
         return ok
 
     def is_alive(self, key: KeyLike) -> bool:

@@ -23,17 +23,24 @@ PARENT_LINK = "ChildOf"
 
 def move_plan(current: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``ComponentStore.move_rows``' permutation as ``(dst, src)`` for ``place_rows``:
-    row ``current[j]`` goes to ``targets[j]`` (a contiguous range), displaced rows take
-    the places the moved rows left, paired in ascending order. None: nothing moves."""
-    if np.array_equal(current, targets):
+    row ``current[j]`` goes to ``targets[j]`` (a contiguous range; both int64), displaced
+    rows take the places the moved rows left, paired in ascending order. None: nothing
+    moves."""
+    # (Few numpy calls, none through Python-level wrappers: at a few hundred rows each
+    # call's fixed cost is most of the time.)
+    if not np.count_nonzero(current != targets):
         return None
-    t0, t1 = int(targets[0]), int(targets[-1]) + 1
-    inside = (current >= t0) & (current < t1)
-    vacated = np.sort(current[~inside])
-    claimed = np.zeros(t1 - t0, np.bool_)
-    claimed[current[inside] - t0] = True
-    displaced = t0 + np.flatnonzero(~claimed)
-    return np.concatenate([targets, vacated]), np.concatenate([current, displaced])
+    k = len(targets)
+    t0 = targets[0]  # a numpy scalar: compares with no Python int conversion
+    offset = current - t0
+    inside = offset.view(np.uint64) < k  # below t0 wraps to huge
+    vacated = current[~inside]
+    vacated.sort()
+    claimed = np.zeros(k, np.bool_)
+    claimed[offset[inside]] = True
+    displaced = (~claimed).nonzero()[0]
+    displaced += t0
+    return np.concatenate((targets, vacated)), np.concatenate((current, displaced))
 
 
 def key_slots_view(keys: np.ndarray) -> np.ndarray:
@@ -253,11 +260,13 @@ class ComponentStore:
     def contains(self, slot: int) -> bool:
         return slot < len(self.sparse) and self.sparse[slot] >= 0
 
-    def append(self, keys: np.ndarray, first_slot: int | None = None) -> slice:
+    def append(self, keys: np.ndarray, first_slot: int | None = None,
+               slots: np.ndarray | None = None) -> slice:
         """Append rows for new keys (not present); returns the slice to fill.
 
         ``first_slot``: the keys' slots are ``first_slot, first_slot + 1, ...`` (fresh
-        slots from one allocation), so the sparse update is one slice write."""
+        slots from one allocation), so the sparse update is one slice write; ``slots``:
+        the keys' slots, when the caller has them (several stores get the same keys)."""
         k = len(keys)
         self.reserve(self.n + k)
         rows = slice(self.n, self.n + k)
@@ -266,7 +275,7 @@ class ComponentStore:
         if first_slot is not None:
             self.sparse[first_slot : first_slot + k] = row_ids
         else:
-            self.sparse[key_slots_view(keys)] = row_ids
+            self.sparse[key_slots_view(keys) if slots is None else slots] = row_ids
         self.n += k
         self.touch_layout()
         return rows
@@ -362,17 +371,18 @@ class ComponentStore:
         self._touch_layout_rows(row, group_last)
         self.chunk_marks[end // CHUNK_ROWS] = self.data_version  # the third row that moved
 
-    def remove_rows(self, rows: np.ndarray) -> None:
-        """Swap-remove distinct rows: the last live rows fill the holes."""
+    def remove_rows(self, rows: np.ndarray, slots: np.ndarray | None = None) -> None:
+        """Swap-remove distinct rows: the last live rows fill the holes. ``slots``: the
+        removed entities' slots (in any order), when the caller has them."""
         k = len(rows)
         if k == 0:
             return
         new_n = self.n - k
-        self.sparse[key_slots(self.entities[rows])] = -1
+        self.sparse[key_slots(self.entities[rows]) if slots is None else slots] = -1
         in_tail = rows >= new_n
         doomed = np.zeros(k, np.bool_)
         doomed[rows[in_tail] - new_n] = True
-        movers = np.flatnonzero(~doomed)
+        movers = (~doomed).nonzero()[0]  # (flatnonzero is a Python wrapper around it)
         movers += new_n
         holes = rows[~in_tail]
         if len(holes):

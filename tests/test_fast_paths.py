@@ -12,7 +12,7 @@ import pytest
 
 from ecs_engine import World, component, field
 from ecs_engine.entity import Entity
-from ecs_engine.world import SMALL_BATCH
+from ecs_engine.world import SMALL_DESPAWN, SMALL_SPAWN
 
 
 @component
@@ -59,24 +59,27 @@ def build(world: World, n: int, grouped: bool) -> np.ndarray:
 
 @pytest.mark.parametrize("grouped", [False, True])
 def test_small_batches_match_big_batches(grouped: bool) -> None:
-    """The same spawns and despawns in batches of SMALL_BATCH or fewer (row by row) and
-    as one big batch end in the same keys, values and free list."""
+    """The same spawns and despawns in batches of SMALL_SPAWN/SMALL_DESPAWN or fewer (row
+    by row) and as one big batch end in the same keys, values and free list."""
     small, big = World(), World()
     for world in (small, big):
-        build(world, 20, grouped)
-    doomed = [3, 17, 4, 0, 9, 12, 1, 19, 5, 6]
-    assert len(doomed) > SMALL_BATCH >= len(doomed) // 2
+        build(world, 60, grouped)
+    doomed = np.random.default_rng(3).permutation(60)[:2 * SMALL_DESPAWN - 2].tolist()
+    assert len(doomed) > SMALL_DESPAWN >= len(doomed) // 2
     keys = small.entities()
-    small.despawn_batch(keys[doomed[:5]])
-    small.despawn_batch(keys[doomed[5:]])
+    half = len(doomed) // 2
+    small.despawn_batch(keys[doomed[:half]])
+    small.despawn_batch(keys[doomed[half:]])
     big.despawn_batch(keys[doomed])
     # the free list is a stack: release order must match for the same keys to come back
     assert small.slot_table().free.tolist() == big.slot_table().free.tolist()
+    sizes = (1, 2, 3, 4)
+    assert max(sizes) <= SMALL_SPAWN < sum(sizes)
     xs = [7.0, 8.0, 9.0, 10.0]
     got_small = [small.spawn_batch(Pos(x=xs[:k], y=1), Vel(), Hp(hp=2), count=k)
-                 for k in (1, 2, 3, 4)]
-    got_big = big.spawn_batch(Pos(x=[x for k in (1, 2, 3, 4) for x in xs[:k]], y=1), Vel(),
-                              Hp(hp=2), count=10)
+                 for k in sizes]
+    got_big = big.spawn_batch(Pos(x=[x for k in sizes for x in xs[:k]], y=1), Vel(),
+                              Hp(hp=2), count=sum(sizes))
     assert np.concatenate(got_small).tolist() == got_big.tolist()
     assert values_by_key(small) == values_by_key(big)
     for world in (small, big):
@@ -89,7 +92,7 @@ def test_small_batches_match_big_batches(grouped: bool) -> None:
 def test_small_batch_returns_read_only_keys_and_bag_rows() -> None:
     world = World()
     keys = world.spawn_batch(Bag(items=[[1, 2, 3], [4, 5, 6]], owner=0), count=2)
-    assert len(keys) == 2 <= SMALL_BATCH and not keys.flags.writeable
+    assert len(keys) == 2 <= SMALL_SPAWN and not keys.flags.writeable
     assert world.get(keys[1], Bag)["items"].tolist() == [4, 5, 6]
     assert world.spawn_batch(Pos(), count=0).tolist() == []
 
@@ -236,7 +239,7 @@ def test_record_fast_reads_follow_rows_that_move() -> None:
         rec["hp"] = 1
 
 
-@pytest.mark.parametrize("n", [3, 64, 65, 1000])
+@pytest.mark.parametrize("n", [3, 64, 65, 1000, 5000])  # 5000: past the bytes compare
 @pytest.mark.parametrize("ctype", [Pos, Vel, Wide, Bag])
 def test_gathered_write_back_scatters_exactly_the_changed_rows(n: int, ctype: type) -> None:
     """Both change detectors (one compare per row for few rows, word compares for many)
