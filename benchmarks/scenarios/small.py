@@ -102,6 +102,13 @@ def respawn_values(i: int) -> tuple[float, float, float, float]:
     return 0.0, 10.0, 1.0 + i % 3, 2.0
 
 
+def respawn_columns(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``respawn_values(i)`` for i in range(k), as columns (how the engine side builds them:
+    no per-entity loop)."""
+    i = np.arange(k)
+    return np.zeros(k), np.full(k, 10.0), 1.0 + i % 3, np.full(k, 2.0)
+
+
 def engine_world(n: int) -> World:
     world = World()
     for x, y, vx, vy, remaining, gravity in initial(n):
@@ -127,8 +134,7 @@ def engine_tick(world: World) -> None:
     k = len(expired)
     if k:
         world.despawn_batch(expired)
-        x, y, vx, vy = (np.array(c) for c in zip(*(respawn_values(i) for i in range(k)),
-                                                  strict=True))
+        x, y, vx, vy = respawn_columns(k)
         with_gravity = world.spawn_batch(SmallPos(x=x[0::2], y=y[0::2]),
                                          SmallVel(x=vx[0::2], y=vy[0::2]), SmallLife(),
                                          SmallGravity(), count=len(x[0::2]))
