@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -138,7 +139,7 @@ def test_a_restore_to_another_layout_resolves_again() -> None:
     _check(world)
 
 
-def test_restores_forget_nothing_a_rollback_needs() -> None:
+def test_restores_forget_nothing_a_rollback_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Many restores of the same snapshot hit the kept rows: the plan does not resolve."""
     world = World(auto_group=False)
     world.group(A, B)
@@ -163,14 +164,11 @@ def test_restores_forget_nothing_a_rollback_needs() -> None:
         calls += 1
         real(self, w)
 
-    QueryPlan._resolve = counting  # type: ignore[method-assign]
-    try:
-        for _ in range(3):
-            world.restore(snap)
-            world.step(1 / 60)
-            world.spawn(A(v=1), C(v=2))
-            world.step(1 / 60)
-    finally:
-        QueryPlan._resolve = real  # type: ignore[method-assign]
+    monkeypatch.setattr(QueryPlan, "_resolve", counting)
+    for _ in range(3):
+        world.restore(snap)
+        world.step(1 / 60)
+        world.spawn(A(v=1), C(v=2))
+        world.step(1 / 60)
     assert counts == [5] + [5, 6] * 3
     assert calls == 3  # only the new layouts after each spawn
