@@ -13,7 +13,7 @@ from ecs_engine.entity import key_slots
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf
 from ecs_engine.memcopy import clone
-from ecs_engine.planmemo import PlanMemo, Resolved, group_key
+from ecs_engine.planmemo import PlanMemo, Resolved, layout_key
 from ecs_engine.storage import ComponentStore
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class QueryPlan:
             if found is not None and self._reusable(world, found.aligned, found.nested_gather):
                 self.rows, self.entities = found.rows, found.entities
                 self.aligned, self.nested_gather = found.aligned, found.nested_gather
-                self._remember(key, first)
+                self._remember(world, first)
                 return
         else:
             self.stores = tuple(world._store(t) for t in self.types)
@@ -113,7 +113,7 @@ class QueryPlan:
         self._resolve(world)
         key = self._memo_key(world)
         first = self.stores[0]
-        self._remember(key, first)
+        self._remember(world, first)
         self._memo.put(key, Resolved(self.rows, self.entities, self.aligned,
                                      self.nested_gather, first.entities))
 
@@ -127,13 +127,14 @@ class QueryPlan:
 
     def _memo_key(self, world: World) -> tuple[Any, ...]:
         """What the rows depend on besides the first store's key array (see planmemo)."""
-        return (tuple(map(_LAYOUT, self.stores)),
-                self._excluded(world) if self.without else (), group_key(world, self.stores))
+        stores = world._stores
+        return layout_key(world, self.stores, tuple(stores.get(t) for t in self.without))
 
-    def _remember(self, key: tuple[Any, ...], first: ComponentStore) -> None:
-        """The fast check's view of the layouts at ``key`` (those rows are current)."""
-        self._layouts = key[0]
-        self._signature = (first.group_size, first.owner, first.entities, key[1],
+    def _remember(self, world: World, first: ComponentStore) -> None:
+        """Note the current layouts for the fast check (the rows are theirs)."""
+        self._layouts = tuple(map(_LAYOUT, self.stores))
+        self._signature = (first.group_size, first.owner, first.entities,
+                           self._excluded(world) if self.without else (),
                            first.layout_version)
 
     def _resolve(self, world: World) -> None:
