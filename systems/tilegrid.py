@@ -186,7 +186,8 @@ class TileGrid:
         np.ceil(other_hi, out=f[1])
         f[1] -= 1
         np.floor(centre, out=f[2])
-        np.clip(f, t.clip_lo, t.clip_hi, out=f)
+        np.maximum(f, t.clip_lo, out=f)  # np.clip's values (also for NaN), without its
+        np.minimum(f, t.clip_hi, out=f)  # Python wrapper's cost
         cells = s.get("tile.cells", 3 * n, np.int32).reshape(3, n)
         np.copyto(cells, f, casting="unsafe")
         first, last, col = cells
@@ -199,8 +200,8 @@ class TileGrid:
         np.copyto(index, index32)
         face_fwd = s.get("tile.face_fwd", n, np.float32)
         face_back = s.get("tile.face_back", n, np.float32)
-        np.take(t.starts, index, out=face_fwd, mode="wrap")
-        np.take(t.ends, index, out=face_back, mode="wrap")
+        t.starts.take(index, out=face_fwd, mode="wrap")  # (the method: no Python wrapper)
+        t.ends.take(index, out=face_back, mode="wrap")
         # Fixed up after: whole-number centres (moving forward, a run starting at the centre
         # counts: one more read) and the few boxes over no grid row or more than two (read
         # again row by row).
