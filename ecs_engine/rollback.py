@@ -107,39 +107,42 @@ class _StoreBuffer:
         n = store.n
         if self.layout_version != store.layout_version:
             # (keys and the index are plain integer arrays: a slice assignment is a memcpy)
-            self._reserve("entities", n)
+            if len(self.entities) < n:
+                self._reserve("entities", n)
             self.entities[:n] = store.entities[:n]
             self.has_sparse = n * 8 >= high_water  # as in take_snapshot: dense stores only
             if self.has_sparse:
-                self._reserve("sparse", high_water)
+                if len(self.sparse) < high_water:
+                    self._reserve("sparse", high_water)
                 self.sparse[:high_water] = store.sparse[:high_water]
                 self.sparse_len = high_water
             same_rows = False
         else:
             same_rows = self.n == n
         if self.data_version != store.data_version:
-            count = max(1, -(-n // CHUNK_ROWS))
-            live = store.chunk_versions[:count]
             if len(self.data) < n:
                 self._reserve("data", n)
                 self._data_bytes = as_bytes(self.data)
                 same_rows = False
-            itemsize = self.dtype.itemsize
-            if n and itemsize:
-                # Rows as bytes: numpy copies structured rows field by field (~20x slower).
+            end = n * self.dtype.itemsize
+            if n <= CHUNK_ROWS:  # one chunk (most stores): one memcpy, no version checks
+                if end:
+                    # Rows as bytes: numpy copies structured rows field by field (~20x
+                    # slower).
+                    self._data_bytes[:end] = store.data.view(np.uint8)[:end]
+                self.chunk_versions = store.chunk_versions[:1].copy()
+            else:
+                count = -(-n // CHUNK_ROWS)
+                live = store.chunk_versions[:count]
                 src, dst = store.data.view(np.uint8), self._data_bytes
-                end = n * itemsize
-                if count == 1:  # one chunk (most stores): one memcpy, no version checks
-                    dst[:end] = src[:end]
-                else:
-                    step = CHUNK_ROWS * itemsize
-                    mine = self.chunk_versions
-                    for i in range(count):
-                        if same_rows and i < len(mine) and mine[i] == live[i]:
-                            continue  # this chunk already holds that state
-                        stop = min(end, (i + 1) * step)
-                        dst[i * step : stop] = src[i * step : stop]
-            self.chunk_versions = live.copy()
+                step = CHUNK_ROWS * self.dtype.itemsize
+                mine = self.chunk_versions
+                for i in range(count):
+                    if same_rows and i < len(mine) and mine[i] == live[i]:
+                        continue  # this chunk already holds that state
+                    stop = min(end, (i + 1) * step)
+                    dst[i * step : stop] = src[i * step : stop]
+                self.chunk_versions = live.copy()
             self.data_version = store.data_version
         if not same_rows:
             self._views = None
