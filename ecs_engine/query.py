@@ -13,6 +13,7 @@ from ecs_engine.entity import key_slots
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf
 from ecs_engine.memcopy import clone
+from ecs_engine.planmemo import PlanMemo, Resolved, layout_key
 from ecs_engine.storage import ComponentStore
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class QueryPlan:
 
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
                  "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
-                 "_layouts", "_signature")
+                 "_layouts", "_signature", "_memo")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
                  readonly: Iterable[type] = ()) -> None:
@@ -81,6 +82,7 @@ class QueryPlan:
         self._prefix: ComponentStore | Group | None = None
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
+        self._memo = PlanMemo()
 
     def _excluded(self, world: World) -> tuple[int, ...]:
         stores = world._stores
@@ -92,7 +94,9 @@ class QueryPlan:
 
         The rows depend on the layout version of every store involved (a restore brings
         a version back together with its layout), the first store's group (prefix size)
-        and key array (aligned entities are a view of it), and the excluded stores."""
+        and key array (aligned entities are a view of it), and the excluded stores. The
+        last few layouts' rows are kept (see ``planmemo``): a restore to one of them
+        resolves nothing."""
         sig = self._signature
         if sig is not None:
             first = self.stores[0]
@@ -101,19 +105,49 @@ class QueryPlan:
                     and (len(self.stores) == 1
                          or tuple(map(_LAYOUT, self.stores)) == self._layouts)
                     and (not self.without or self._excluded(world) == sig[3])
-                    and (self.aligned or world._open_queries > 1
-                         or ((not self.nested_gather
-                              or (self.unstepped_gather and not world.stepping))
-                             and (not self.may_create or not world.auto_group
-                                  or any(s.owner is not None for s in self.stores))))):
+                    and self._reusable(world, self.aligned, self.nested_gather,
+                                       self.unstepped_gather)):
                 return  # (a gathered query re-resolves while it could get a group or views)
-            if not self._resize(first):
-                self._resolve(world)
+            if self._resize(first):
+                self._remember(world, first)
+                return
+            key = self._memo_key(world)
+            found = self._memo.get(key, first.entities)
+            if found is not None and self._reusable(world, found.aligned, found.nested_gather,
+                                                    found.unstepped_gather):
+                self.rows, self.entities = found.rows, found.entities
+                self.aligned, self.nested_gather = found.aligned, found.nested_gather
+                self.unstepped_gather, self._prefix = found.unstepped_gather, found.prefix
+                self._remember(world, first)
+                return
         else:
             self.stores = tuple(world._store(t) for t in self.types)
             self.store_of = dict(zip(self.types, self.stores, strict=True))
-            self._resolve(world)
+        self._resolve(world)
+        key = self._memo_key(world)
         first = self.stores[0]
+        self._remember(world, first)
+        self._memo.put(key, Resolved(self.rows, self.entities, self.aligned,
+                                     self.nested_gather, self.unstepped_gather, self._prefix,
+                                     first.entities))
+
+    def _reusable(self, world: World, aligned: bool, nested_gather: bool,
+                  unstepped_gather: bool) -> bool:
+        """Whether rows resolved with these flags still serve: a gathered query resolves
+        again while it could get a group or views (one gathered outside a step only
+        inside a step: nothing but a step could serve it better)."""
+        return (aligned or world._open_queries > 1
+                or ((not nested_gather or (unstepped_gather and not world.stepping))
+                    and (not self.may_create or not world.auto_group
+                         or any(s.owner is not None for s in self.stores))))
+
+    def _memo_key(self, world: World) -> tuple[Any, ...]:
+        """What the rows depend on besides the first store's key array (see planmemo)."""
+        stores = world._stores
+        return layout_key(world, self.stores, tuple(stores.get(t) for t in self.without))
+
+    def _remember(self, world: World, first: ComponentStore) -> None:
+        """Note the current layouts for the fast check (the rows are theirs)."""
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from sys import getrefcount
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.snapshot import Snapshot, StoreSnapshot, restore_snapshot, run_restore_callbacks
 from ecs_engine.statehash import canonical_value
-from ecs_engine.storage import CHUNK_ROWS, ComponentStore
+from ecs_engine.storage import _UNSHARED_REFS, CHUNK_ROWS, ComponentStore
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
@@ -63,11 +64,13 @@ class _StoreBuffer:
     """Recycled copy of one store: rows, keys, slot index and the versions they hold.
 
     A frame reuses its buffers ``frames`` ticks later, so recording is mostly checks:
-    a store whose versions still match the buffer hands back the same StoreSnapshot,
-    and one whose values changed but not its rows re-copies the changed chunks and
-    keeps the read-only views (they look at the same memory)."""
+    a store whose versions still match the buffer costs nothing, and one whose values
+    changed but not its rows re-copies the changed chunks. The StoreSnapshot over the
+    buffers is made only when a restore asks for it (most frames are never restored)."""
 
-    def __init__(self, store: ComponentStore) -> None:
+    def __init__(self, store: ComponentStore, ctype: type) -> None:
+        self.ctype = ctype
+        self.dtype = store.data.dtype
         self.data = np.empty(0, store.data.dtype)
         self.entities = np.empty(0, KEY_DTYPE)
         self.sparse = np.empty(0, np.int32)
@@ -79,7 +82,8 @@ class _StoreBuffer:
         self.n = 0
         self.has_sparse = False
         self.sparse_len = 0
-        self._made: StoreSnapshot | None = None
+        self.group_size = 0
+        self._made: StoreSnapshot | None = None  # None: not made since the last copy
         # The frozen views a StoreSnapshot of the current rows is made of (None: stale).
         self._views: tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray | None] | None = None
         self.data_version = -1
@@ -95,53 +99,63 @@ class _StoreBuffer:
             setattr(self, name, grown)
             self._frozen[name] = _frozen_view(grown)
 
-    def record(self, store: ComponentStore, ctype: type, high_water: int,
-               group_size: int) -> StoreSnapshot:
-        """Copy what changed since the buffer last recorded ``store``; the buffer as a
-        StoreSnapshot (the same object again while nothing changed)."""
-        made = self._made
-        if (made is not None and self.data_version == store.data_version
-                and self.layout_version == store.layout_version
-                and made.group_size == group_size and made.ctype is ctype):
-            return made  # the common case for static stores: no work at all
+    def record(self, store: ComponentStore, high_water: int, group_size: int) -> None:
+        """Copy what changed since the buffer last recorded ``store`` (the caller has
+        checked that something did)."""
+        self._made = None
+        self.group_size = group_size
         n = store.n
         if self.layout_version != store.layout_version:
             # (keys and the index are plain integer arrays: a slice assignment is a memcpy)
-            self._reserve("entities", n)
+            if len(self.entities) < n:
+                self._reserve("entities", n)
             self.entities[:n] = store.entities[:n]
             self.has_sparse = n * 8 >= high_water  # as in take_snapshot: dense stores only
             if self.has_sparse:
-                self._reserve("sparse", high_water)
+                if len(self.sparse) < high_water:
+                    self._reserve("sparse", high_water)
                 self.sparse[:high_water] = store.sparse[:high_water]
                 self.sparse_len = high_water
             same_rows = False
         else:
             same_rows = self.n == n
         if self.data_version != store.data_version:
-            count = max(1, -(-n // CHUNK_ROWS))
-            live = store.chunk_versions[:count]
             if len(self.data) < n:
                 self._reserve("data", n)
                 self._data_bytes = as_bytes(self.data)
                 same_rows = False
-            itemsize = store.data.dtype.itemsize
-            if n and itemsize:
-                # Rows as bytes: numpy copies structured rows field by field (~20x slower).
+            end = n * self.dtype.itemsize
+            if n <= CHUNK_ROWS:  # one chunk (most stores): one memcpy, no version checks
+                if end:
+                    # Rows as bytes: numpy copies structured rows field by field (~20x
+                    # slower).
+                    self._data_bytes[:end] = store.data.view(np.uint8)[:end]
+                self.chunk_versions = store.chunk_versions[:1].copy()
+            else:
+                count = -(-n // CHUNK_ROWS)
+                live = store.chunk_versions[:count]
                 src, dst = store.data.view(np.uint8), self._data_bytes
-                end = n * itemsize
-                if count == 1:  # one chunk (most stores): one memcpy, no version checks
-                    dst[:end] = src[:end]
-                else:
-                    step = CHUNK_ROWS * itemsize
-                    mine = self.chunk_versions
-                    for i in range(count):
-                        if same_rows and i < len(mine) and mine[i] == live[i]:
-                            continue  # this chunk already holds that state
-                        stop = min(end, (i + 1) * step)
-                        dst[i * step : stop] = src[i * step : stop]
-            self.chunk_versions = live.copy()
+                step = CHUNK_ROWS * self.dtype.itemsize
+                mine = self.chunk_versions
+                for i in range(count):
+                    if same_rows and i < len(mine) and mine[i] == live[i]:
+                        continue  # this chunk already holds that state
+                    stop = min(end, (i + 1) * step)
+                    dst[i * step : stop] = src[i * step : stop]
+                self.chunk_versions = live.copy()
             self.data_version = store.data_version
-        if not same_rows or self._views is None:
+        if not same_rows:
+            self._views = None
+        self.n = n
+        self.layout_version = store.layout_version
+
+    def snapshot(self, name: str) -> StoreSnapshot:
+        """The buffer as a StoreSnapshot (the same object again while nothing changed)."""
+        made = self._made
+        if made is not None:
+            return made
+        n = self.n
+        if self._views is None:
             count = max(1, -(-n // CHUNK_ROWS))
             frozen = self._frozen
             data = frozen["data"]
@@ -149,29 +163,70 @@ class _StoreBuffer:
                 tuple(data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)] for i in range(count)),
                 frozen["entities"][:n],
                 frozen["sparse"][: self.sparse_len] if self.has_sparse else None)
-        self.n = n
-        self.layout_version = store.layout_version
         chunks, entities, sparse = self._views
-        self._made = StoreSnapshot(store.schema.name, chunks, entities, group_size,
-                                   self.data_version, self.layout_version, ctype, sparse,
+        self._made = StoreSnapshot(name, chunks, entities, self.group_size, self.data_version,
+                                   self.layout_version, self.ctype, sparse,
                                    self.chunk_versions)
         return self._made
 
 
 class _Frame:
-    """One recorded frame in recycled buffers. ``frame`` is -1 while it holds nothing."""
+    """One recorded frame in recycled buffers. ``frame`` is -1 while it holds nothing.
+
+    Recording copies the state into the buffers; the :class:`Snapshot` over them is
+    made the first time it is asked for (a restore, a sync test's comparison)."""
 
     def __init__(self) -> None:
         self.frame = -1
         self.inputs: Any = None
         self.stores: dict[str, _StoreBuffer] = {}
+        # (store, buffer, name, unviewed reference count) per store (see _match), and
+        # the stores they were matched against
+        self._pairs: list[tuple[ComponentStore, _StoreBuffer, str, int]] = []
+        self._order: tuple[ComponentStore, ...] = ()
         self.generations = np.empty(0, np.uint32)
         self.alive = np.empty(0, np.bool_)
         self.free = np.empty(0, np.int64)
         self.slot_version = -1
         self.slots: SlotTable | None = None
-        self.snapshot: Snapshot | None = None
+        self._snapshot: Snapshot | None = None
+        self._parts: dict[str, Any] = {}  # the snapshot's fields besides stores and slots
         self.jumps = -1  # world._jumps when recorded: a later restore or load voids it
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The recorded state (None while nothing is recorded)."""
+        if self._snapshot is None and self._parts:
+            assert self.slots is not None
+            self._snapshot = Snapshot(
+                stores=tuple(buf.snapshot(name) for _, buf, name, _ in self._pairs),
+                slots=self.slots, **self._parts)
+        return self._snapshot
+
+    def forget(self) -> None:
+        self.frame = -1
+        self._snapshot = None
+        self._parts = {}
+
+    def _match(self, world: World) -> list[tuple[ComponentStore, _StoreBuffer, str, int]]:
+        """Each store of the world with its buffer (made on first sight), its name and
+        the reference count of its ``data`` while no view of it is out, in the world's
+        store order; the same list while the stores stay."""
+        stores = tuple(world._stores.values())
+        if stores == self._order:  # (a tuple compare is by identity first: cheap)
+            return self._pairs
+        bufs = self.stores
+        pairs = []
+        for ctype, store in world._stores.items():
+            name = store.schema.name
+            buf = bufs.get(name)
+            if buf is None or buf.ctype is not ctype:
+                buf = bufs[name] = _StoreBuffer(store, ctype)
+            # what store.views_outstanding() compares with, for an inline check
+            pairs.append((store, buf, name, _UNSHARED_REFS + len(store.columns) + 2))
+        self._pairs = pairs
+        self._order = stores
+        return pairs
 
     def record(self, world: World, inputs: Any) -> None:
         slots = world._slots
@@ -188,29 +243,30 @@ class _Frame:
                                    _frozen_view(self.free[: slots.n_free]))
             self.slot_version = slots.version
         groups = world._groups
-        grouped = {id(g) for g in groups}  # a store counts as grouped if its owner is one
-        bufs = self.stores
-        stores = []
-        for ctype, store in world._stores.items():
-            name = store.schema.name
-            buf = bufs.get(name)
-            if buf is None or (buf.data.dtype is not store.data.dtype
-                               and buf.data.dtype != store.data.dtype):
-                buf = bufs[name] = _StoreBuffer(store)
+        pairs = self._match(world)
+        for i, (store, buf, name, unshared) in enumerate(pairs):
             owner = store.owner
-            group_size = store.group_size if owner is not None and id(owner) in grouped else 0
-            viewed = store.views_outstanding()
-            if viewed:  # a kept view may have written any row: copy them all (as
-                store.touch()  # take_snapshot does) ...
-            stores.append(buf.record(store, ctype, hw, group_size))
-            if viewed:  # ... and may write again before it dies: the versions must not
-                store.touch()  # claim this frame's rows when the buffer is reused
-        self.snapshot = Snapshot(
-            stores=tuple(stores), slots=self.slots,
-            groups=tuple(tuple(s.schema.name for s in g.stores) for g in groups),
-            resources=copy_resources(world.resources), tick=world.tick,
-            rng_state=dict(world.rng.bit_generator.state), slot_version=slots.version,
-            origin=world._versions)
+            # a store counts as grouped if its owner is one of the world's groups
+            group_size = store.group_size if owner is not None and owner in groups else 0
+            viewed = getrefcount(store.data) > unshared  # store.views_outstanding()
+            if viewed or (buf.data_version != store.data_version
+                          or buf.layout_version != store.layout_version
+                          or buf.group_size != group_size):
+                if buf.dtype is not store.data.dtype and buf.dtype != store.data.dtype:
+                    buf = self.stores[name] = _StoreBuffer(store, buf.ctype)  # migrated
+                    pairs[i] = (store, buf, name, unshared)
+                buf.dtype = store.data.dtype
+                if viewed:  # a kept view may have written any row: copy them all (as
+                    store.touch()  # take_snapshot does) ...
+                buf.record(store, hw, group_size)
+                if viewed:  # ... and may write again before it dies: the versions must
+                    store.touch()  # not claim this frame's rows when the buffer is reused
+        self._snapshot = None
+        self._parts = {
+            "groups": tuple(tuple(s.schema.name for s in g.stores) for g in groups),
+            "resources": copy_resources(world.resources), "tick": world.tick,
+            "rng_state": dict(world.rng.bit_generator.state), "slot_version": slots.version,
+            "origin": world._versions}
         self.frame = world.tick
         self.jumps = world._jumps
         self.inputs = inputs
@@ -270,8 +326,7 @@ class Rollback:
     def clear(self) -> None:
         """Forget every frame (after loading a save, say: the past no longer leads here)."""
         for f in self._ring:
-            f.frame = -1
-            f.snapshot = None
+            f.forget()
 
     def _tick(self, frame: _Frame, inputs: Any) -> None:
         frame.record(self.world, inputs)

@@ -99,6 +99,8 @@ class LevelColliders:
         (c, half, move, lo, hi), (c2, half2, move2, lo2, hi2) = band
         margin = 2 * float(half.max()) + max(float(move.max()), -float(move.min())) + 0.01
         rows = ((c > lo - margin) & (c < hi + margin)).nonzero()[0]
+        if len(rows) == 0:
+            return rows  # (most ticks: every body is far from the unaligned boxes)
         margin2 = 2 * half2[rows] + np.abs(move2[rows]) + 0.01
         inside = c2[rows]
         return rows[(inside > lo2 - margin2) & (inside < hi2 + margin2)]

@@ -38,10 +38,12 @@ def emit(world: World, kind: str, x: Any, y: Any) -> None:
     ys = np.atleast_1d(np.asarray(y, np.float64))
     if xs.size == 0:
         return
-    xs, ys = np.broadcast_arrays(xs, ys)
+    if xs.shape != ys.shape:  # (equal shapes, the usual case, broadcast to themselves)
+        xs, ys = np.broadcast_arrays(xs, ys)
     out = world.resources.setdefault(EVENTS, [])
-    out.extend([kind, px, py] for px, py in zip(np.round(xs, 3).tolist(),
-                                                 np.round(ys, 3).tolist(), strict=True))
+    # ndarray.round is what np.round calls, without its Python wrapper
+    out.extend([kind, px, py] for px, py in zip(xs.round(3).tolist(), ys.round(3).tolist(),
+                                                 strict=True))
 
 
 def events(world: World, *kinds: str) -> list[tuple[str, float, float]]:

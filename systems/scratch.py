@@ -21,23 +21,38 @@ from ecs_engine import World
 
 __all__ = ["Scratch", "world_scratch"]
 
+_MAX_VIEWS = 256  # views kept per Scratch
+
 
 class Scratch:
     """Named reusable buffers. ``get(name, n, dtype)`` is a length-``n`` view of a buffer
     whose capacity is the next power of two (at least 64), reallocated only when a call
     needs more or another dtype."""
 
-    __slots__ = ("_arrays",)
+    __slots__ = ("_arrays", "_views")
 
     def __init__(self) -> None:
         self._arrays: dict[str, np.ndarray] = {}
+        # (name, n, dtype as passed) -> the view last handed out: a system asks for the
+        # same lengths tick after tick, and a dict lookup costs less than checking the
+        # buffer's size and dtype and slicing it again
+        self._views: dict[tuple[str, int, Any], np.ndarray] = {}
 
     def get(self, name: str, n: int, dtype: Any = np.float64) -> np.ndarray:
+        key = (name, n, dtype)
+        view = self._views.get(key)
+        if view is not None:
+            return view
         arr = self._arrays.get(name)
         if arr is None or arr.shape[0] < n or arr.dtype != dtype:
             arr = np.empty(max(64, 1 << max(0, n - 1).bit_length()), dtype)
             self._arrays[name] = arr
-        return arr[:n]
+            # views of the old buffer (of this name) must not be handed out again
+            self._views = {k: v for k, v in self._views.items() if k[0] != name}
+        if len(self._views) >= _MAX_VIEWS:
+            self._views.clear()  # (lengths change all the time: keep it bounded)
+        view = self._views[key] = arr[:n]
+        return view
 
     @property
     def nbytes(self) -> int:

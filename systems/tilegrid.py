@@ -186,6 +186,7 @@ class TileGrid:
         np.ceil(other_hi, out=f[1])
         f[1] -= 1
         np.floor(centre, out=f[2])
+        # (one clip, not maximum then minimum: two passes cost 4x at 100k bodies)
         np.clip(f, t.clip_lo, t.clip_hi, out=f)
         cells = s.get("tile.cells", 3 * n, np.int32).reshape(3, n)
         np.copyto(cells, f, casting="unsafe")
@@ -199,8 +200,8 @@ class TileGrid:
         np.copyto(index, index32)
         face_fwd = s.get("tile.face_fwd", n, np.float32)
         face_back = s.get("tile.face_back", n, np.float32)
-        np.take(t.starts, index, out=face_fwd, mode="wrap")
-        np.take(t.ends, index, out=face_back, mode="wrap")
+        t.starts.take(index, out=face_fwd, mode="wrap")  # (the method: no Python wrapper)
+        t.ends.take(index, out=face_back, mode="wrap")
         # Fixed up after: whole-number centres (moving forward, a run starting at the centre
         # counts: one more read) and the few boxes over no grid row or more than two (read
         # again row by row).
@@ -272,9 +273,20 @@ class TileGrid:
         return np.array([[self.origin_x], [self.origin_y]], np.int64)
 
     @cached_property
+    def _origin_next(self) -> np.ndarray:
+        """``_origin + 1``."""
+        return self._origin + 1
+
+    @cached_property
     def _last_cell(self) -> np.ndarray:
         """(x, y) index of the grid's last cell, as a column."""
         return np.array([[self.width - 1], [self.height - 1]], np.int64)
+
+    @cached_property
+    def _flat(self) -> tuple[np.ndarray, np.ndarray]:
+        """The summed-area table flattened, and the column (1, row stride) that turns
+        (column, row) pairs into flat indices."""
+        return self.prefix.reshape(-1), np.array([[1], [self.width + 1]], np.int64)
 
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
@@ -282,18 +294,25 @@ class TileGrid:
         # Both axes in one array (row 0: x, row 1: y), so each step is one call for both.
         # Round in world units, then shift by the (whole) origin: subtracting the origin
         # first could round a coordinate just below a cell edge onto it.
-        shape = np.shape(left)  # (scalars and any shape in, the same shape out)
+        shape = left.shape if isinstance(left, np.ndarray) else np.shape(left)
+        # (scalars and any shape in, the same shape out)
         first = np.floor(np.array((left, bottom)).reshape(2, -1)).astype(np.int64) \
             - self._origin
         last = np.ceil(np.array((right, top)).reshape(2, -1)).astype(np.int64) \
-            - (self._origin + 1)
+            - self._origin_next
         np.maximum(first, 0, out=first)
         np.minimum(last, self._last_cell, out=last)
-        ok = (last >= first).all(axis=0)
+        within = last >= first
+        ok = within[0] & within[1]
         first *= ok  # boxes off the grid read cell (0, 0), then count as no overlap
         last *= ok
         last += 1
-        (c0, r0), (c1, r1) = first, last
-        p = self.prefix
-        count = p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0]
+        # The four corners' entries in one read: flat (row * stride + column) indices of
+        # [[(r1, c1), (r1, c0)], [(r0, c1), (r0, c0)]].
+        table, scale = self._flat
+        first *= scale
+        last *= scale
+        corners = table.take(np.array((last[1], first[1]))[:, None, :]
+                             + np.array((last[0], first[0]))[None, :, :])
+        count = corners[0, 0] - corners[1, 0] - corners[0, 1] + corners[1, 1]
         return (ok & (count > 0)).reshape(shape)

@@ -1,0 +1,107 @@
+"""The last few resolved rows of one query plan, keyed by the layouts they were read at.
+
+A plan's rows are a function of the layouts of its stores (which key sits in which row,
+and the group prefix), the excluded stores' layouts and the groups that own the stores.
+Rows resolved at a layout are right again whenever the world comes back to it: a
+rollback restores a frame a few ticks old, whose layouts its plans resolved then, and
+re-simulates ticks whose spawns and despawns mostly replay the same keys into the same
+rows (the slot table was restored too). Keeping the last few (like
+``systems.versioned``) turns those re-resolves into a dict lookup.
+
+Small stores are keyed by their keys' bytes (exact: equal bytes are the same layout
+however the world got there); big ones by layout version (a restore brings a version
+back together with its rows; a copy of their keys would cost memory). Groups are named
+by their types and place in the world (a restore makes new ``Group`` objects for the
+same groups), never by identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ecs_engine.storage import ComponentStore
+    from ecs_engine.world import World
+
+KEEP = 8  # layouts remembered per plan: a rollback's reach (8 frames) meets a few
+MAX_GATHERED_ROWS = 4096  # bigger gathered results are not kept (their memory; and a
+# resolve of that size costs little next to the work on its rows)
+CONTENT_MAX_ROWS = 1024  # stores up to this size are keyed by their keys' bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """One resolve's outcome: what ``QueryPlan`` sets from it."""
+
+    rows: dict[type, slice | np.ndarray]
+    entities: np.ndarray
+    aligned: bool
+    nested_gather: bool
+    unstepped_gather: bool
+    prefix: Any  # QueryPlan._prefix: what alone sizes an aligned plan's rows (or None)
+    keys: np.ndarray  # the first store's key array (aligned entities are a view of it)
+
+
+def layout_key(world: World, stores: tuple[ComponentStore, ...],
+               excluded: tuple[ComponentStore | None, ...]) -> tuple[Any, ...]:
+    """What a plan's rows over ``stores``, without the entities of ``excluded`` (None: a
+    type with no store), depend on besides the first store's key array."""
+    present = tuple(e for e in excluded if e is not None)
+    if all(s.n <= CONTENT_MAX_ROWS for s in stores + present):
+        return (True, tuple((s.entities[: s.n].tobytes(), s.group_size) for s in stores),
+                tuple(e.entities[: e.n].tobytes() if e is not None else None
+                      for e in excluded), group_key(world, stores + present))
+    return (False, tuple((s.layout_version, s.group_size) for s in stores),
+            tuple(e.layout_version if e is not None else 0 for e in excluded),
+            group_key(world, stores + present))
+
+
+def group_key(world: World, stores: tuple[ComponentStore, ...]) -> tuple[Any, ...]:
+    """Which group owns each store, as (its types, its place among the world's groups)."""
+    groups = world._groups
+    out: list[Any] = []
+    for store in stores:
+        owner = store.owner
+        if owner is None:
+            out.append(None)
+        else:
+            place = next((i for i, g in enumerate(groups) if g is owner), -1)
+            out.append((owner.types, place))
+    return tuple(out)
+
+
+class PlanMemo:
+    """Up to ``KEEP`` resolved outcomes of one plan, least recently used dropped first."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], Resolved] = {}
+
+    def get(self, key: tuple[Any, ...], keys: np.ndarray) -> Resolved | None:
+        """The outcome resolved at ``key`` if the first store still has the key array
+        ``keys`` (None otherwise)."""
+        entries = self._entries
+        found = entries.pop(key, None)
+        if found is None:
+            return None
+        entries[key] = found  # most recently used last
+        return found if found.keys is keys else None
+
+    def put(self, key: tuple[Any, ...], resolved: Resolved) -> None:
+        if not resolved.aligned and len(resolved.entities) > MAX_GATHERED_ROWS:
+            return
+        entries = self._entries
+        entries.pop(key, None)
+        if len(entries) >= KEEP:
+            del entries[next(iter(entries))]
+        entries[key] = resolved
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
