@@ -105,8 +105,9 @@ class QueryPlan:
                     and (len(self.stores) == 1
                          or tuple(map(_LAYOUT, self.stores)) == self._layouts)
                     and (not self.without or self._excluded(world) == sig[3])
-                    and self._reusable(world, self.aligned, self.nested_gather,
-                                       self.unstepped_gather)):
+                    and (self.aligned  # (the common case, without a call)
+                         or self._reusable(world, False, self.nested_gather,
+                                           self.unstepped_gather))):
                 return  # (a gathered query re-resolves while it could get a group or views)
             if self._resize(first):
                 self._remember(world, first)
