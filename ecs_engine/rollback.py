@@ -24,7 +24,13 @@ from ecs_engine.entity import KEY_DTYPE, key_str
 from ecs_engine.memcopy import as_bytes
 from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import SlotTable
-from ecs_engine.snapshot import Snapshot, StoreSnapshot, restore_snapshot, run_restore_callbacks
+from ecs_engine.snapshot import (
+    Snapshot,
+    StoreSnapshot,
+    keeps_index,
+    restore_snapshot,
+    run_restore_callbacks,
+)
 from ecs_engine.statehash import canonical_value
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
@@ -109,7 +115,7 @@ class _StoreBuffer:
             # (keys and the index are plain integer arrays: a slice assignment is a memcpy)
             self._reserve("entities", n)
             self.entities[:n] = store.entities[:n]
-            self.has_sparse = n * 8 >= high_water  # as in take_snapshot: dense stores only
+            self.has_sparse = keeps_index(n, high_water)  # as take_snapshot does
             if self.has_sparse:
                 self._reserve("sparse", high_water)
                 self.sparse[:high_water] = store.sparse[:high_water]

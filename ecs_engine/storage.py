@@ -144,7 +144,10 @@ class ComponentStore:
         # a memoryview of the keys, for reading and writing one key.
         size = data.dtype.itemsize
         words = data.view(f"<u{size}" if size in (1, 2, 4, 8) else np.dtype((np.void, size)))
-        self._row_words = words  # the one extra view of ``data`` (see views_outstanding)
+        # The one extra view of ``data`` (see views_outstanding). Snapshots and restores
+        # copy rows through it too: a plain copy (numpy copies structured rows field by
+        # field), with no view to build per call.
+        self.row_words = words
         self.row_moves: Any = _writer(words) if size in (1, 2, 4, 8) else words
         self.key_marks = _writer(self.entities)
 
@@ -423,7 +426,7 @@ class ComponentStore:
         it dies are never taken for the copied rows (every numpy
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
-        # the store's own views besides the columns: ``frozen`` and ``_row_words``
+        # the store's own views besides the columns: ``frozen`` and ``row_words``
         return sys.getrefcount(self.data) > _UNSHARED_REFS + len(self.columns) + 2
 
     def live(self) -> np.ndarray:
