@@ -11,13 +11,14 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.group import Group
 from ecs_engine.memcopy import as_bytes, pack_copies, root_of, take_over
+from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
@@ -245,6 +246,19 @@ def _rows_of(words: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     return np.ndarray(words.shape, dtype, words)
 
 
+_Made = TypeVar("_Made")
+
+
+def _filled(cls: type[_Made], **fields: Any) -> _Made:
+    """``cls(**fields)`` for a frozen dataclass given every field, for the snapshot's hot
+    path: the dataclass sets each field through ``object.__setattr__``, about 4x the
+    cost of filling the instance dict at once (measured 1.8 us against 0.45 us for a
+    StoreSnapshot)."""
+    made = object.__new__(cls)
+    made.__dict__.update(fields)
+    return made
+
+
 def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
     """Copy the world's state, sharing parts unchanged since ``previous``.
 
@@ -308,21 +322,27 @@ def take_snapshot(world: World, previous: Snapshot | None) -> Snapshot:
             data = _rows_of(rows, dtype)
             chunks = ((data,) if len(data) <= CHUNK_ROWS else tuple(
                 data[i : i + CHUNK_ROWS] for i in range(0, len(data), CHUNK_ROWS)))
-        elif not isinstance(chunks, tuple):
+        elif isinstance(chunks, list):
             chunks = tuple(_rows_of(copies[c], dtype) if isinstance(c, int) else c
                            for c in chunks)
-        stores.append(StoreSnapshot(
-            name, chunks, done(entities), group_size,
-            store.data_version, store.layout_version, ctype,
-            None if sparse is None else done(sparse), chunk_versions, rows))
+        stores.append(_filled(
+            StoreSnapshot, name=name, chunks=chunks, entities=done(entities),
+            group_size=group_size, data_version=store.data_version,
+            layout_version=store.layout_version, ctype=ctype,
+            sparse=None if sparse is None else done(sparse), chunk_versions=chunk_versions,
+            rows=rows))
     for store in viewed:  # ... and may write after it, also if it dies before anyone
         store.touch()  # looks again: no version of the store may claim the copied rows
     groups = tuple(tuple(s.schema.name for s in g.stores) for g in world._groups)
-    return Snapshot(
+    if shared_slots is None:
+        generations, alive, free = (copies[i] for i in pending_slots)
+        shared_slots = _filled(SlotTable, generations=generations, alive=alive, free=free)
+    return _filled(
+        Snapshot,
         stores=tuple(stores),
-        slots=shared_slots or SlotTable(*(copies[i] for i in pending_slots)),
+        slots=shared_slots,
         groups=groups,
-        resources=copy.deepcopy(world.resources),
+        resources=copy_resources(world.resources),
         tick=world.tick,
         rng_state=dict(world.rng.bit_generator.state),  # numpy builds a new dict per read
         slot_version=slotmap.version,
@@ -690,11 +710,12 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
     if world._open_queries:
         raise RuntimeError("cannot restore while a query is open")
     own = snap.origin is world._versions
+    types: dict[str, type] | None = None
     if own:  # taken from this world: its types are (or were) registered here
-        types = {s.name: world._types_by_name.get(s.name) or s.ctype for s in snap.stores}
-        if None in types.values() or len(set(types.values())) < len(types):
-            types = _saved_types(world, snap)  # (never, unless internals were changed)
-    else:
+        found = [world._types_by_name.get(s.name) or s.ctype for s in snap.stores]
+        if None not in found and len(set(found)) == len(found):
+            types = {s.name: t for s, t in zip(snap.stores, found, strict=True) if t is not None}
+    if types is None:  # a file's (or, never in practice, an own one's that did not fit)
         types = _saved_types(world, snap)
     sparses = {} if own else _validate_foreign(world, snap, types, indexed)
     rng = _rng_for(world, snap)
@@ -765,7 +786,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
         stores = [world._stores[types[n]] for n in names]
         world._groups.append(Group([types[n] for n in names], stores,
                                    adopt_size=by_name[names[0]].group_size))
-    world.resources = copy.deepcopy(snap.resources)
+    world.resources = copy_resources(snap.resources)
     world.tick = snap.tick
     if rng is world.rng:
         world.rng.bit_generator.state = snap.rng_state  # read, never kept, by numpy

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -575,3 +577,18 @@ def test_sparse_stores_keep_their_index_in_small_worlds_and_rebuild_it_in_big_on
         world.restore(snap)
         check_invariants(world)
         assert world_state(world) == expected
+
+
+def test_snapshots_of_the_fast_constructor_equal_the_dataclass_ones() -> None:
+    """take_snapshot fills its frozen dataclasses' fields directly: every field is set,
+    and each behaves as one made by the dataclass (replace, fields, immutability)."""
+    import dataclasses
+
+    world, _ = populated()
+    snap = world.snapshot()
+    made: list[Any] = [snap, snap.slots, *snap.stores]
+    for one in made:
+        again = dataclasses.replace(one)
+        assert {f.name: getattr(again, f.name) for f in dataclasses.fields(again)} == vars(one)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            one.tick = 1
