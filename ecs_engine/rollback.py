@@ -32,7 +32,7 @@ from ecs_engine.snapshot import (
     run_restore_callbacks,
 )
 from ecs_engine.statehash import canonical_value
-from ecs_engine.storage import CHUNK_ROWS, ComponentStore
+from ecs_engine.storage import CHUNK_ROWS, ComponentStore, row_word_dtype
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
@@ -82,12 +82,14 @@ class _StoreBuffer:
         self._frozen = {"data": _frozen_view(self.data),
                         "entities": _frozen_view(self.entities),
                         "sparse": _frozen_view(self.sparse)}
+        self._words = _frozen_view(self.data.view(row_word_dtype(self.data.dtype)))
         self.n = 0
         self.has_sparse = False
         self.sparse_len = 0
         self._made: StoreSnapshot | None = None
         # The frozen views a StoreSnapshot of the current rows is made of (None: stale).
-        self._views: tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray | None] | None = None
+        self._views: tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray | None,
+                           np.ndarray] | None = None
         self.data_version = -1
         self.layout_version = -1
         self.chunk_versions = np.zeros(0, np.int64)
@@ -129,6 +131,7 @@ class _StoreBuffer:
             if len(self.data) < n:
                 self._reserve("data", n)
                 self._data_bytes = as_bytes(self.data)
+                self._words = _frozen_view(self.data.view(row_word_dtype(self.data.dtype)))
                 same_rows = False
             itemsize = store.data.dtype.itemsize
             if n and itemsize:
@@ -154,13 +157,14 @@ class _StoreBuffer:
             self._views = (
                 tuple(data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)] for i in range(count)),
                 frozen["entities"][:n],
-                frozen["sparse"][: self.sparse_len] if self.has_sparse else None)
+                frozen["sparse"][: self.sparse_len] if self.has_sparse else None,
+                self._words[:n])  # every row at once: a restore copies it in one memcpy
         self.n = n
         self.layout_version = store.layout_version
-        chunks, entities, sparse = self._views
+        chunks, entities, sparse, rows = self._views
         self._made = StoreSnapshot(store.schema.name, chunks, entities, group_size,
                                    self.data_version, self.layout_version, ctype, sparse,
-                                   self.chunk_versions)
+                                   self.chunk_versions, rows)
         return self._made
 
 

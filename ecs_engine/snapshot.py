@@ -49,9 +49,10 @@ class StoreSnapshot:
     # instead of a scatter; None when rebuilt from ``entities`` (sparse stores, files).
     sparse: np.ndarray | None = None
     chunk_versions: np.ndarray | None = None  # data version of each chunk (world snapshots)
-    # Every row as one array of the store's row words (``ComponentStore.row_words``) when
-    # one snapshot copied the whole store (its chunks are slices of it): a restore that
-    # needs every chunk back copies it in one plain memcpy. None otherwise.
+    # Every row as one array of the store's row words (``ComponentStore.row_words``) over
+    # the chunks' memory (its slices of CHUNK_ROWS rows are the chunks' bytes): a restore
+    # copies it (or the chunks that differ) with plain memcpys. None when the chunks lie
+    # in several buffers (some shared with earlier snapshots) or come from a file.
     rows: np.ndarray | None = None
 
     @property
@@ -223,7 +224,8 @@ def _plan_chunks(store: ComponentStore, old: StoreSnapshot | None, pending: list
     if (old is None or old.chunk_versions is None or old.layout_version != store.layout_version
             or len(old.chunks) != count):
         return _queue(pending, words[:n]), versions
-    same = (old.chunk_versions == live).tolist()
+    # (Python lists: a ufunc's first call in a snapshot costs more than the whole loop)
+    same = [a == b for a, b in zip(old.chunk_versions.tolist(), live.tolist(), strict=True)]
     if not any(same):
         return _queue(pending, words[:n]), versions
     chunks: list[np.ndarray | Pending] = []
@@ -651,19 +653,26 @@ def _address(arr: np.ndarray) -> int:
 
 def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
     """Copy back the chunks whose version differs from the live one (all of them after
-    a layout change, which moves every chunk's version). A store copied whole by one
-    snapshot (``s.rows``) goes back in one memcpy when every chunk differs (always for a
-    one-chunk store); otherwise consecutive chunks that sit back to back in the
-    snapshot's buffer (copied by one snapshot) go in one memcpy."""
+    a layout change, which moves every chunk's version). With ``s.rows`` (every row in
+    one array) that is one memcpy when every chunk differs (always for a one-chunk
+    store), else one per differing chunk; without it (chunks from several snapshots),
+    consecutive chunks that sit back to back in one snapshot's buffer go in one memcpy."""
     live = store.chunk_versions
     saved = s.chunk_versions
     chunks = s.chunks
     words = store.row_words
     rows = s.rows
-    if rows is not None and rows.dtype == words.dtype and (
-            len(chunks) == 1 or saved is None
-            or not np.equal(live[: len(saved)], saved).any()):
-        words[: len(rows)] = rows
+    if rows is not None and rows.dtype == words.dtype:
+        if len(chunks) == 1 or saved is None:
+            words[: len(rows)] = rows
+        else:
+            todo = np.flatnonzero(live[: len(saved)] != saved).tolist()
+            if len(todo) == len(chunks):
+                words[: len(rows)] = rows
+            else:
+                for i in todo:
+                    part = slice(i * CHUNK_ROWS, min(len(rows), (i + 1) * CHUNK_ROWS))
+                    words[part] = rows[part]
     elif store.data.dtype.itemsize:
         dst = as_bytes(store.data)  # one flat byte view: each run is then a plain memcpy
         step = CHUNK_ROWS * store.data.dtype.itemsize

@@ -45,6 +45,13 @@ def key_slots_view(keys: np.ndarray) -> np.ndarray:
     return key_slots(keys)
 
 
+def row_word_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """One row of ``dtype`` as one plain item: an unsigned int of its size (1, 2, 4 or 8
+    bytes), else a void of its size. Arrays of it copy with one memcpy."""
+    size = dtype.itemsize
+    return np.dtype(f"<u{size}" if size in (1, 2, 4, 8) else (np.void, size))
+
+
 _STRUCT_FORMATS = frozenset("?bBhHiIlLqQfd")  # what a memoryview assigns items of
 
 
@@ -143,7 +150,7 @@ class ComponentStore:
         # others as numpy voids): no field-by-field structured copy. ``key_marks`` is
         # a memoryview of the keys, for reading and writing one key.
         size = data.dtype.itemsize
-        words = data.view(f"<u{size}" if size in (1, 2, 4, 8) else np.dtype((np.void, size)))
+        words = data.view(row_word_dtype(data.dtype))
         # The one extra view of ``data`` (see views_outstanding). Snapshots and restores
         # copy rows through it too: a plain copy (numpy copies structured rows field by
         # field), with no view to build per call.
