@@ -111,8 +111,11 @@ def pack_copies(sources: list[np.ndarray], pool: BufferPool | None = None
         if a.nbytes == 0:
             copy = np.empty(a.shape, a.dtype)
         else:
-            copy = buf[at : at + a.nbytes].view(a.dtype).reshape(a.shape)
-            np.copyto(as_bytes(copy), as_bytes(a))
+            copy = np.ndarray(a.shape, a.dtype, buf, at)  # cheaper than a view of a slice
+            if a.dtype.names is None:
+                copy[...] = a  # plain items: numpy copies them with one memcpy
+            else:
+                np.copyto(as_bytes(copy), as_bytes(a))
         copy.flags.writeable = False
         out.append(copy)
     return out

@@ -25,9 +25,15 @@ from ecs_engine.entity import KEY_DTYPE, key_str
 from ecs_engine.memcopy import as_bytes
 from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import SlotTable
-from ecs_engine.snapshot import Snapshot, StoreSnapshot, restore_snapshot, run_restore_callbacks
+from ecs_engine.snapshot import (
+    Snapshot,
+    StoreSnapshot,
+    keeps_index,
+    restore_snapshot,
+    run_restore_callbacks,
+)
 from ecs_engine.statehash import canonical_value
-from ecs_engine.storage import _UNSHARED_REFS, CHUNK_ROWS, ComponentStore
+from ecs_engine.storage import _UNSHARED_REFS, CHUNK_ROWS, ComponentStore, row_word_dtype
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
@@ -80,12 +86,14 @@ class _StoreBuffer:
                         "entities": _frozen_view(self.entities),
                         "sparse": _frozen_view(self.sparse)}
         self.n = 0
+        self._words = _frozen_view(self.data.view(row_word_dtype(self.data.dtype)))
         self.has_sparse = False
         self.sparse_len = 0
         self.group_size = 0
         self._made: StoreSnapshot | None = None  # None: not made since the last copy
         # The frozen views a StoreSnapshot of the current rows is made of (None: stale).
-        self._views: tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray | None] | None = None
+        self._views: tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray | None,
+                           np.ndarray] | None = None
         self.data_version = -1
         self.layout_version = -1
         self.chunk_versions = np.zeros(0, np.int64)
@@ -110,7 +118,7 @@ class _StoreBuffer:
             if len(self.entities) < n:
                 self._reserve("entities", n)
             self.entities[:n] = store.entities[:n]
-            self.has_sparse = n * 8 >= high_water  # as in take_snapshot: dense stores only
+            self.has_sparse = keeps_index(n, high_water)  # as take_snapshot does
             if self.has_sparse:
                 if len(self.sparse) < high_water:
                     self._reserve("sparse", high_water)
@@ -123,6 +131,7 @@ class _StoreBuffer:
             if len(self.data) < n:
                 self._reserve("data", n)
                 self._data_bytes = as_bytes(self.data)
+                self._words = _frozen_view(self.data.view(row_word_dtype(self.data.dtype)))
                 same_rows = False
             end = n * self.dtype.itemsize
             if n <= CHUNK_ROWS:  # one chunk (most stores): one memcpy, no version checks
@@ -162,11 +171,12 @@ class _StoreBuffer:
             self._views = (
                 tuple(data[i * CHUNK_ROWS : min(n, (i + 1) * CHUNK_ROWS)] for i in range(count)),
                 frozen["entities"][:n],
-                frozen["sparse"][: self.sparse_len] if self.has_sparse else None)
-        chunks, entities, sparse = self._views
+                frozen["sparse"][: self.sparse_len] if self.has_sparse else None,
+                self._words[:n])  # every row at once: a restore copies it in one memcpy
+        chunks, entities, sparse, rows = self._views
         self._made = StoreSnapshot(name, chunks, entities, self.group_size, self.data_version,
                                    self.layout_version, self.ctype, sparse,
-                                   self.chunk_versions)
+                                   self.chunk_versions, rows)
         return self._made
 
 
@@ -223,7 +233,7 @@ class _Frame:
             if buf is None or buf.ctype is not ctype:
                 buf = bufs[name] = _StoreBuffer(store, ctype)
             # what store.views_outstanding() compares with, for an inline check
-            pairs.append((store, buf, name, _UNSHARED_REFS + len(store.columns) + 2))
+            pairs.append((store, buf, name, _UNSHARED_REFS + store.own_views))
         self._pairs = pairs
         self._order = stores
         return pairs

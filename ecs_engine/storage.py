@@ -52,6 +52,13 @@ def key_slots_view(keys: np.ndarray) -> np.ndarray:
     return key_slots(keys)
 
 
+def row_word_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """One row of ``dtype`` as one plain item: an unsigned int of its size (1, 2, 4 or 8
+    bytes), else a void of its size. Arrays of it copy with one memcpy."""
+    size = dtype.itemsize
+    return np.dtype(f"<u{size}" if size in (1, 2, 4, 8) else (np.void, size))
+
+
 _STRUCT_FORMATS = frozenset("?bBhHiIlLqQfd")  # what a memoryview assigns items of
 
 
@@ -113,7 +120,7 @@ class ComponentStore:
         self.frozen: np.ndarray = self.data  # a read-only view of ``data`` (bound below)
         self.flat: np.ndarray | None = None  # ``data`` as (rows, values) if one dtype
         self.frozen_flat: np.ndarray | None = None
-        self._own_views = 0
+        self.own_views = 0
         # Records' fast paths, for one-value fields: name -> column (reads), and name ->
         # (writer, Python type, lowest, highest): a value of that type within the bounds
         # is stored exactly with no conversion, through ``writer[row] = value`` (a
@@ -149,7 +156,7 @@ class ComponentStore:
             self.flat = data.view(element).reshape(len(data), width)
             self.frozen_flat = self.flat.view()
             self.frozen_flat.flags.writeable = False
-        self._own_views = len(self.columns) + 2 + (2 if element is not None else 0)
+        self.own_views = len(self.columns) + 2 + (2 if element is not None else 0)
         # Records' fast paths (ChildOf is written only through world.set_parent: no
         # writers for it).
         exact = self.schema.exact_scalars
@@ -162,8 +169,11 @@ class ComponentStore:
         # others as numpy voids): no field-by-field structured copy. ``key_marks`` is
         # a memoryview of the keys, for reading and writing one key.
         size = data.dtype.itemsize
-        words = data.view(f"<u{size}" if size in (1, 2, 4, 8) else np.dtype((np.void, size)))
-        self._row_words = words  # the one extra view of ``data`` (see views_outstanding)
+        words = data.view(row_word_dtype(data.dtype))
+        # The one extra view of ``data`` (see views_outstanding). Snapshots and restores
+        # copy rows through it too: a plain copy (numpy copies structured rows field by
+        # field), with no view to build per call.
+        self.row_words = words
         self.row_moves: Any = _writer(words) if size in (1, 2, 4, 8) else words
         self.key_marks = _writer(self.entities)
 
@@ -445,8 +455,8 @@ class ComponentStore:
         it dies are never taken for the copied rows (every numpy
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
-        # the store's own views: the columns, ``frozen``, ``_row_words`` and the flat pair
-        return sys.getrefcount(self.data) > _UNSHARED_REFS + self._own_views
+        # the store's own views: the columns, ``frozen``, ``row_words`` and the flat pair
+        return sys.getrefcount(self.data) > _UNSHARED_REFS + self.own_views
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""

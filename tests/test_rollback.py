@@ -331,3 +331,47 @@ def test_writes_through_a_kept_view_between_ticks_reach_the_recorded_frame() -> 
     rb.advance()
     rb.restore(2)
     assert world_state(world) == expected
+
+
+def test_restoring_frames_of_a_big_store_copies_back_only_the_chunks_that_moved() -> None:
+    """Frames of a store bigger than one chunk where each tick writes one chunk: a
+    restore copies the frame's rows back (all at once or chunk by chunk, from the
+    frame's recycled buffer) and the world equals the frame, whichever frame it is."""
+    from ecs_engine.storage import CHUNK_ROWS
+
+    def nudge(world: World, dt: float) -> None:
+        k = world.tick % 3  # one row of one chunk of three per tick (a record write
+        world.get(int(keys[k * CHUNK_ROWS + 5]), Body)["x"] = -world.tick  # marks it only)
+
+    world = World(seed=2)
+    keys = world.spawn_batch(Body(x=np.arange(3 * CHUNK_ROWS, dtype=np.float64)),
+                             count=3 * CHUNK_ROWS)
+    world.add_system(nudge)
+    rb = Rollback(world, frames=4, dt=DT)
+    states = {}
+    for _ in range(6):
+        states[world.tick] = world_state(world)
+        rb.advance()
+    for frame in (5, 3, 2):  # later frames are dropped by each restore
+        rb.restore(frame)
+        assert world_state(world) == states[frame]
+        check_invariants(world)
+
+
+def test_recording_leaves_stores_without_outside_views_unchanged() -> None:
+    """Recording checks for kept views by reference count; a store's own views (columns,
+    the flat pair of one-dtype components) must not count, or every frame would mark every
+    store changed and copy it whole."""
+    from ecs_engine.components import Position as StockPosition
+
+    world = World(seed=1)
+    world.spawn_batch(StockPosition(x=[1.0, 2.0]), Velocity(), count=2)
+    world.add_system(lambda w, dt: None)
+    rollback = Rollback(world, frames=4, dt=1 / 60)
+    rollback.advance(None)
+    stores = [world.store(StockPosition), world.store(Velocity)]
+    assert not any(s.views_outstanding() for s in stores)
+    versions = [s.data_version for s in stores]
+    for _ in range(3):
+        rollback.advance(None)
+    assert [s.data_version for s in stores] == versions

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -482,3 +484,111 @@ def test_restore_after_churn_keeps_sparse_indexes_exact(seed: int) -> None:
         world.restore(snap)
         check_invariants(world)
         assert world_state(world) == expected
+
+
+def _churn_and_write(world: World, keys: np.ndarray, rng: np.random.Generator) -> None:
+    """Despawn a few, spawn as many (recycled slots), write new values everywhere."""
+    alive = keys[[world.is_alive(k) for k in keys]]
+    world.despawn_batch(rng.choice(alive, 7, replace=False))
+    world.spawn_batch(Pos(x=-1.0), Inventory(count=9), count=7)
+    for ctype in (Pos, Inventory, Target):
+        with world.query(ctype) as q:
+            q[ctype].view(np.uint8)[:] += np.uint8(3)  # every byte of every row
+
+
+def test_whole_store_copies_restore_small_big_and_odd_sized_rows_after_churn() -> None:
+    """A store copied whole by one snapshot (``rows``; small stores always, big ones when
+    no chunk is shared) goes back in one copy; a big store with shared chunks goes back
+    chunk by chunk. Both after churn: every key valid, also keys inside components."""
+    from ecs_engine.storage import CHUNK_ROWS
+
+    rng = np.random.default_rng(3)
+    world = World(seed=3)
+    n = 2 * CHUNK_ROWS + 100  # Pos: three chunks; Inventory (9-byte rows): one
+    keys = world.spawn_batch(Pos(x=np.arange(n, dtype=np.float64)), count=n)
+    world.add_batch(keys[:50], Inventory(count=2))
+    world.add_batch(keys[:: CHUNK_ROWS // 4], Target(entity=keys[1]))
+    first = world.snapshot()
+    state_first = world_state(world)
+    for name in ("Pos", "Inventory", "Target"):
+        s = first.store(name)
+        assert s.rows is not None and len(s.rows) == s.n
+        assert all(np.shares_memory(c, s.rows) for c in s.chunks)
+    assert len(first.store("Pos").chunks) == 3
+    world.get(keys[-1], Pos)["x"] = -3.0  # moves only the last chunk of Pos
+    second = world.snapshot()
+    state_second = world_state(world)
+    mixed = second.store("Pos")
+    assert mixed.rows is None and mixed.chunks[0] is first.store("Pos").chunks[0]
+    assert second.store("Inventory") is not None
+    for snap, state in ((first, state_first), (second, state_second), (first, state_first)):
+        _churn_and_write(world, keys, rng)
+        world.restore(snap)
+        check_invariants(world)
+        assert world_state(world) == state
+        with world.query(Target) as q:
+            assert all(world.is_alive(k) for k in q[Target]["entity"])
+    world.restore(second)  # only the last chunk of Pos differs: copied alone
+    assert world_state(world) == state_second
+    world.restore(first)
+    assert world_state(world) == state_first
+
+
+def test_a_kept_view_is_caught_by_the_one_copy_paths() -> None:
+    """A view kept past its block writes without moving versions: a snapshot copies its
+    store anyway and a restore copies it back, also on the whole-store paths."""
+    world, _ = populated()
+    store = world.store(Pos)
+    xs = store.live()["x"]  # kept
+    snap = world.snapshot()
+    saved = xs.copy()
+    xs[:] = -7.0  # untracked write after the snapshot
+    world.restore(snap)
+    assert np.array_equal(xs, saved) and store.views_outstanding()
+    xs[0] = 99.0  # untracked write after the restore: the next snapshot must see it
+    assert world.snapshot().store("Pos").data["x"][0] == 99.0
+    del xs
+    world.restore(snap)  # no view: the store now claims the snapshot's version ...
+    assert np.array_equal(store.data["x"][: store.n], saved)
+    ys = store.live()["x"]  # ... until a view taken now writes behind its back
+    ys[:] = 5.0
+    world.restore(snap)
+    assert np.array_equal(ys, saved)
+
+
+@pytest.mark.parametrize("entities", [400, 20_000])
+def test_sparse_stores_keep_their_index_in_small_worlds_and_rebuild_it_in_big_ones(
+        entities: int) -> None:
+    """A store with few rows keeps its slot index in snapshots of small worlds (one copy
+    back) and rebuilds it from its keys in big ones; both agree with the rows after
+    churn."""
+    from ecs_engine.snapshot import SMALL_INDEX_SLOTS
+
+    rng = np.random.default_rng(entities)
+    world = World(seed=1)
+    keys = world.spawn_batch(Pos(x=np.arange(float(entities))), count=entities)
+    world.add_batch(keys[rng.choice(entities, 30, replace=False)], Vel(dx=1.0))
+    snap = world.snapshot()
+    expected = world_state(world)
+    assert (snap.store("Vel").sparse is not None) == (entities <= SMALL_INDEX_SLOTS)
+    for _ in range(3):  # every key of ``keys`` is alive again after each restore
+        world.despawn_batch(rng.choice(keys, 20, replace=False))
+        world.spawn_batch(Pos(), Vel(dx=2.0), count=25)  # recycled slots
+        world.restore(snap)
+        check_invariants(world)
+        assert world_state(world) == expected
+
+
+def test_snapshots_of_the_fast_constructor_equal_the_dataclass_ones() -> None:
+    """take_snapshot fills its frozen dataclasses' fields directly: every field is set,
+    and each behaves as one made by the dataclass (replace, fields, immutability)."""
+    import dataclasses
+
+    world, _ = populated()
+    snap = world.snapshot()
+    made: list[Any] = [snap, snap.slots, *snap.stores]
+    for one in made:
+        again = dataclasses.replace(one)
+        assert {f.name: getattr(again, f.name) for f in dataclasses.fields(again)} == vars(one)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            one.tick = 1
