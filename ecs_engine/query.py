@@ -27,6 +27,7 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 
 _LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
+_OWNED_LAYOUT = operator.attrgetter("layout_version", "group_size", "owner")
 _ROWS = operator.attrgetter("n")
 _NO_KEYS = np.zeros(0, np.uint64)
 _NO_KEYS.flags.writeable = False
@@ -98,6 +99,8 @@ class QueryPlan:
         last few layouts' rows are kept (see ``planmemo``): a restore to one of them
         resolves nothing."""
         sig = self._signature
+        key: tuple[Any, ...] | None = None
+        before: tuple[Any, ...] | None = None
         if sig is not None:
             first = self.stores[0]
             if (first.layout_version == sig[4] and first.entities is sig[2]
@@ -121,11 +124,13 @@ class QueryPlan:
                 self.unstepped_gather, self._prefix = found.unstepped_gather, found.prefix
                 self._remember(world, first)
                 return
+            before = tuple(map(_OWNED_LAYOUT, self.stores))
         else:
             self.stores = tuple(world._store(t) for t in self.types)
             self.store_of = dict(zip(self.types, self.stores, strict=True))
         self._resolve(world)
-        key = self._memo_key(world)
+        if key is None or tuple(map(_OWNED_LAYOUT, self.stores)) != before:
+            key = self._memo_key(world)  # (the resolve made a group or moved rows)
         first = self.stores[0]
         self._remember(world, first)
         self._memo.put(key, Resolved(self.rows, self.entities, self.aligned,

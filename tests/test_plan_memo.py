@@ -178,3 +178,26 @@ def test_restores_forget_nothing_a_rollback_needs(monkeypatch: pytest.MonkeyPatc
     world.spawn(C(v=1))  # another layout (C's key bytes differ): resolved afresh
     world.step(1 / 60)
     assert calls == 2 and counts[-1] == 5
+
+
+def test_a_resolve_that_makes_a_group_is_kept_under_the_layout_it_made() -> None:
+    """The first outermost resolve of a query that ran nested creates its group and moves
+    rows; what it found belongs to the new layout, never to the one it started from (a
+    restore back to that layout must resolve again, not reuse the grouped rows)."""
+    world = World()
+    keys = world.spawn_batch(A(v=np.arange(6)))
+    world.add_batch(keys[1::2], B(v=np.arange(3) * 10))  # B on every other entity
+    with world.query(C):  # another block open: the plan resolves nested, gathered
+        with world.query(A, B) as nested:
+            assert not nested.aligned
+    before = world.snapshot()  # no group, rows interleaved
+    assert not world._groups
+    with world.query(A, B) as q:  # outermost now: makes the group, moves rows
+        assert q.aligned
+    world.restore(before)  # back to the layout the resolve started from
+    assert not world._groups
+    with world.query(A, B) as q:  # (before _check: its fresh plans make the group too)
+        assert sorted(q.entities.tolist()) == sorted(keys[1::2].tolist())
+        assert {k: int(v) for k, v in zip(q.entities.tolist(), q[B]["v"], strict=True)} == {
+            k: int(world.get(k, B)["v"]) for k in keys[1::2].tolist()}
+    _check(world)
