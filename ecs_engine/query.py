@@ -143,6 +143,8 @@ class QueryPlan:
         again while it could get a group or views (one gathered outside a step only
         inside a step: nothing but a step could serve it better)."""
         return (aligned or world._open_queries > 1
+                or len(self.types) == 1  # (gathered only by its excluded types: no group
+                # is made for one type, so resolving again gives the same rows)
                 or ((not nested_gather or (unstepped_gather and not world.stepping))
                     and (not self.may_create or not world.auto_group
                          or any(s.owner is not None for s in self.stores))))

@@ -232,7 +232,8 @@ class _Frame:
             buf = bufs.get(name)
             if buf is None or buf.ctype is not ctype:
                 buf = bufs[name] = _StoreBuffer(store, ctype)
-            # what store.views_outstanding() compares with, for an inline check
+            # what store.views_outstanding() compares with, for an inline check (the
+            # store's own count: its columns, frozen, row words and the flat pair)
             pairs.append((store, buf, name, _UNSHARED_REFS + store.own_views))
         self._pairs = pairs
         self._order = stores

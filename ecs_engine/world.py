@@ -923,12 +923,17 @@ class World:
         try:
             yield
         except BaseException:
+            dropped: list[ComponentStore] = []
             for ctype in [t for t in self._stores if t not in known]:
                 store = self._stores.pop(ctype)
+                dropped.append(store)
                 del self._types_by_name[store.schema.name]
                 if store.owner is not None:
                     self._groups = [g for g in self._groups if g is not store.owner]
                     store.owner.disband()
+            if dropped:  # a plan resolved in the block holds its stores for good: forget it
+                self._plans = {k: p for k, p in self._plans.items()
+                               if not any(s in dropped for s in p.stores)}
             restore_snapshot(self, before)
             raise
 

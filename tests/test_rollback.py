@@ -357,21 +357,3 @@ def test_restoring_frames_of_a_big_store_copies_back_only_the_chunks_that_moved(
         assert world_state(world) == states[frame]
         check_invariants(world)
 
-
-def test_recording_leaves_stores_without_outside_views_unchanged() -> None:
-    """Recording checks for kept views by reference count; a store's own views (columns,
-    the flat pair of one-dtype components) must not count, or every frame would mark every
-    store changed and copy it whole."""
-    from ecs_engine.components import Position as StockPosition
-
-    world = World(seed=1)
-    world.spawn_batch(StockPosition(x=[1.0, 2.0]), Velocity(), count=2)
-    world.add_system(lambda w, dt: None)
-    rollback = Rollback(world, frames=4, dt=1 / 60)
-    rollback.advance(None)
-    stores = [world.store(StockPosition), world.store(Velocity)]
-    assert not any(s.views_outstanding() for s in stores)
-    versions = [s.data_version for s in stores]
-    for _ in range(3):
-        rollback.advance(None)
-    assert [s.data_version for s in stores] == versions

@@ -1,0 +1,26 @@
+"""A failed ``World._all_or_nothing`` block (a level load) drops the stores it created.
+A query plan resolved inside the block kept those stores for good, so the same query
+afterwards read the dropped store: the block's undone entity, never the new ones."""
+
+import numpy as np
+import pytest
+
+from ecs_engine import World, component
+
+
+@component
+class Fresh:  # no store before the block
+    v: np.int64 = 0
+
+
+def test_a_query_first_resolved_in_an_undone_block_sees_the_new_store() -> None:
+    world = World()
+    with pytest.raises(RuntimeError), world._all_or_nothing():
+        world.spawn(Fresh(v=1))
+        with world.query(Fresh) as q:
+            assert q[Fresh]["v"].tolist() == [1]
+        raise RuntimeError("the level failed")
+    keys = [int(world.spawn(Fresh(v=5 + i))) for i in range(3)]
+    with world.query(Fresh) as q:
+        assert q.entities.tolist() == keys
+        assert q[Fresh]["v"].tolist() == [5, 6, 7]
