@@ -417,3 +417,17 @@ def test_esper_state_survives_without_pickling_its_counter() -> None:
 def test_only_restore_and_savefile() -> None:
     assert select(["restore"]) == ["restore"]
     assert select(["savefile,restore"]) == ["restore", "savefile"]
+
+
+def test_report_has_the_small_world_and_per_call_tables_with_the_crossover() -> None:
+    from benchmarks.report import _percall, _small, _View
+
+    small = _small(_View(synthetic()))
+    assert small is not None and "## Small worlds" in small
+    assert "from 100 entities on" in small  # 2x behind at 10 and 30, even from 100
+    assert "| 10 | " in small and "| 10k | " in small
+    slow = _small(_View(synthetic(**{"churn_tick:engine": 3.5})))  # ahead only at 10k
+    assert slow is not None and "from 10k entities on" in slow
+    calls = _percall(_View(synthetic()))
+    assert calls is not None and "## Per-call costs" in calls
+    assert "`world.despawn(e)`" in calls and "`delete_entity(e, immediate=True)`" in calls
