@@ -506,25 +506,35 @@ def _small(v: _View) -> str | None:
     sizes = v.sizes("small")
     if not sizes:
         return None
-    rows, ratios = [], []
+    rivals = ("esper", "tcod-ecs")
+    rows = []
+    ratios: dict[str, list[tuple[int, float | None]]] = {b: [] for b in rivals}
     for n in sizes:
         e = _per(v, "small", "churn_tick", "engine", n, "ticks")
-        b = _per(v, "small", "churn_tick", "esper", n, "ticks")
-        ratio = _div(e, b)
-        ratios.append((n, ratio))
-        rows.append([_n(n), _us(e), _us(b), _x(ratio)])
-    ahead = [n for i, (n, r) in enumerate(ratios)
-             if all(later is not None and later <= 1 for _, later in ratios[i:])]
-    crossover = (f"the engine is as fast as esper or faster from {_n(ahead[0])} entities on"
-                 if ahead else "the engine is behind esper at every size measured")
+        row = [_n(n), _us(e)]
+        for rival in rivals:
+            b = _per(v, "small", "churn_tick", rival, n, "ticks")
+            ratios[rival].append((n, _div(e, b)))
+            row += [_us(b), _x(_div(e, b))]
+        rows.append(row)
+    said = [f"against {rival}: {_crossover(ratios[rival])}" for rival in rivals
+            if any(r is not None for _, r in ratios[rival])]
     intro = ("The issue-11 tick (movement; gravity on half the entities; a lifetime that "
-             "despawns the expired and respawns as many), each side written the way its "
-             "users write it, in µs per tick; `engine/esper` below 1 means the engine is "
+             "despawns the expired and respawns as many), each library written the way its "
+             "users write it, in µs per tick; `engine/…` below 1 means the engine is "
              "faster. Timed interleaved in one process, several ticks per timed call below "
-             "10k, both sides fingerprinted. Crossover in this run: " + crossover + ".")
-    return _section("Small worlds", intro,
-                    _table(["N", "engine µs", "esper µs", "engine/esper"], rows),
-                    v.notes("small"))
+             "10k, every contender fingerprinted. Crossover in this run: "
+             + "; ".join(said) + ".")
+    heads = ["N", "engine µs"] + [c for b in rivals for c in (f"{b} µs", f"engine/{b}")]
+    return _section("Small worlds", intro, _table(heads, rows), v.notes("small"))
+
+
+def _crossover(ratios: list[tuple[int, float | None]]) -> str:
+    """Where the engine is as fast or faster from that size on (ratios engine/other)."""
+    ahead = [n for i, (n, _) in enumerate(ratios)
+             if all(r is not None and r <= 1 for _, r in ratios[i:])]
+    return (f"as fast or faster from {_n(ahead[0])} entities on" if ahead
+            else "behind at every size measured")
 
 
 _PER_CALL = (

@@ -1,4 +1,4 @@
-"""Small worlds: a 3-system churn tick against esper at 10 to 10,000 entities.
+"""Small worlds: a 3-system churn tick against esper and tcod-ecs at 10 to 10,000 entities.
 
 Most Python games hold a few hundred entities, where fixed per-call costs decide, not
 bandwidth. Every entity has a position, a velocity and a lifetime; half also have
@@ -10,7 +10,7 @@ gravity. One tick runs three systems, as each library's users write them:
 - lifetimes: count down, despawn the expired and spawn as many fresh ones (half of
   them with gravity), so the world keeps its size.
 
-Both contenders hold the same entities (float64 fields, so Python floats and numpy
+All contenders hold the same entities (float64 fields, so Python floats and numpy
 columns agree bit for bit), tick interleaved in one process, and must end with the same
 entity count and position sums. A timed call runs ``TICKS`` ticks, so microsecond ticks
 are not lost in timer noise; records carry ``ticks`` to turn medians into per-tick times.
@@ -29,7 +29,7 @@ from benchmarks.scenarios import Job, Plan
 from ecs_engine import World, component
 
 NAME = "small"
-TITLE = "Small worlds: 3-system churn tick vs esper"
+TITLE = "Small worlds: 3-system churn tick vs esper and tcod-ecs"
 SIZES = (10, 30, 100, 300, 1_000, 10_000)
 QUICK_SIZES = (10, 100, 1_000)
 DT = 1 / 60
@@ -40,7 +40,7 @@ TICKS_PER_CALL = 4000  # ticks x entities per timed call, at least one tick
 
 def plan(cfg: Any) -> Plan:
     for n in QUICK_SIZES if cfg.quick else SIZES:
-        yield Job(NAME, "engine+esper", n)
+        yield Job(NAME, "engine+esper+tcod-ecs", n)
 
 
 @component(name="SmallPos")
@@ -179,6 +179,48 @@ def esper_tick(esper: Any) -> None:
             esper.create_entity(EPos(x, y), EVel(vx, vy), ELife())
 
 
+def tcod_world(n: int) -> Any:
+    import tcod.ecs
+
+    registry = tcod.ecs.Registry()
+    for x, y, vx, vy, remaining, gravity in initial(n):
+        comps: dict[type, Any] = {EPos: EPos(x, y), EVel: EVel(vx, vy),
+                                  ELife: ELife(remaining)}
+        if gravity:
+            comps[EGravity] = EGravity()
+        registry.new_entity(comps)
+    return registry
+
+
+def tcod_tick(registry: Any) -> None:
+    """The three systems, as a tcod-ecs user writes them."""
+    for ent in registry.Q.all_of(components=[EPos, EVel]):
+        pos, vel = ent.components[EPos], ent.components[EVel]
+        pos.x += vel.x * DT
+        pos.y += vel.y * DT
+    for ent in registry.Q.all_of(components=[EVel, EGravity]):
+        ent.components[EVel].y -= ent.components[EGravity].g * DT
+    expired = []
+    for ent in registry.Q.all_of(components=[ELife]):
+        life = ent.components[ELife]
+        life.remaining -= DT
+        if life.remaining <= 0:
+            expired.append(ent)
+    for ent in expired:
+        ent.clear()
+    for i in range(len(expired)):
+        x, y, vx, vy = respawn_values(i)
+        comps: dict[type, Any] = {EPos: EPos(x, y), EVel: EVel(vx, vy), ELife: ELife()}
+        if i % 2 == 0:
+            comps[EGravity] = EGravity()
+        registry.new_entity(comps)
+
+
+def tcod_motion(registry: Any) -> tuple[Any, ...]:
+    pos = [e.components[EPos] for e in registry.Q.all_of(components=[EPos])]
+    return sums(len(pos), [p.x for p in pos], [p.y for p in pos])
+
+
 def engine_motion(world: World) -> tuple[Any, ...]:
     with world.query(SmallPos, readonly=(SmallPos,)) as q:
         pos = q[SmallPos]
@@ -194,6 +236,7 @@ def job(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
     ticks = max(1, TICKS_PER_CALL // n)
     world = engine_world(n)
     esper = esper_world(n, f"small-{n}")
+    registry = tcod_world(n)
 
     def run_engine() -> World:
         for _ in range(ticks):
@@ -206,9 +249,16 @@ def job(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
             esper_tick(esper)
         return esper
 
+    def run_tcod() -> Any:
+        for _ in range(ticks):
+            tcod_tick(registry)
+        return registry
+
     ops = {"engine": Op(run_engine, fingerprint=engine_motion),
-           "esper": Op(run_esper, fingerprint=esper_motion)}
-    names = {"engine": ("churn_tick", "", "engine"), "esper": ("churn_tick", "", "esper")}
+           "esper": Op(run_esper, fingerprint=esper_motion),
+           "tcod-ecs": Op(run_tcod, fingerprint=tcod_motion)}
+    names = {"engine": ("churn_tick", "", "engine"), "esper": ("churn_tick", "", "esper"),
+             "tcod-ecs": ("churn_tick", "", "tcod-ecs")}
     out = timed_records(NAME, n, ops, timing, names)
     for r in out:
         r["ticks"] = ticks
@@ -217,4 +267,4 @@ def job(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
     return out
 
 
-JOBS = {"engine+esper": job}
+JOBS = {"engine+esper+tcod-ecs": job}
