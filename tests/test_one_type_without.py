@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import World, component
-from ecs_engine.query import QueryPlan
+from tests.plan_counting import count_resolves
 
 
 @component
@@ -24,15 +24,7 @@ def test_an_unchanged_layout_resolves_once(monkeypatch: pytest.MonkeyPatch) -> N
     world = World()  # auto_group: the case that re-resolved
     world.spawn_batch(A(v=np.arange(10)), count=10)
     both = world.spawn_batch(A(v=100), C(v=1), count=5)
-    calls = 0
-    real = QueryPlan._resolve
-
-    def counting(self: QueryPlan, w: World) -> None:
-        nonlocal calls
-        calls += 1
-        real(self, w)
-
-    monkeypatch.setattr(QueryPlan, "_resolve", counting)
+    calls = count_resolves(monkeypatch)
     seen: list[list[int]] = []
 
     def system(w: World, dt: float) -> None:
@@ -45,8 +37,8 @@ def test_an_unchanged_layout_resolves_once(monkeypatch: pytest.MonkeyPatch) -> N
         world.step(1 / 60)
     with world.query(A, without=(C,)) as q:  # outside a step too
         assert len(q) == 10
-    assert calls == 1
+    assert calls[0] == 1
     assert seen[-1] == list(range(5, 15))
     world.remove(int(both[0]), C)  # the excluded store changed: resolved again
     world.step(1 / 60)
-    assert calls == 2 and sorted(seen[-1]) == [*range(6, 16), 101]
+    assert calls[0] == 2 and sorted(seen[-1]) == [*range(6, 16), 101]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ecs_engine import Snapshot, World, component
 from ecs_engine.query import Query, QueryPlan
+from tests.plan_counting import count_resolves
 
 
 @component
@@ -156,15 +157,7 @@ def test_restores_forget_nothing_a_rollback_needs(monkeypatch: pytest.MonkeyPatc
     snap = world.snapshot()
     world.step(1 / 60)
     world.spawn(A(v=1), C(v=2))
-    calls = 0
-    real = QueryPlan._resolve
-
-    def counting(self: QueryPlan, w: World) -> None:
-        nonlocal calls
-        calls += 1
-        real(self, w)
-
-    monkeypatch.setattr(QueryPlan, "_resolve", counting)
+    calls = count_resolves(monkeypatch)
     for _ in range(3):
         world.restore(snap)
         world.step(1 / 60)
@@ -173,11 +166,11 @@ def test_restores_forget_nothing_a_rollback_needs(monkeypatch: pytest.MonkeyPatc
     assert counts == [5] + [5, 6] * 3
     # The first spawn's layout resolves; after each restore the spawn replays the same
     # key (the slot table came back too) into the same rows: the kept rows serve.
-    assert calls == 1
+    assert calls[0] == 1
     world.restore(snap)
     world.spawn(C(v=1))  # another layout (C's key bytes differ): resolved afresh
     world.step(1 / 60)
-    assert calls == 2 and counts[-1] == 5
+    assert calls[0] == 2 and counts[-1] == 5
 
 
 def test_a_resolve_that_makes_a_group_is_kept_under_the_layout_it_made() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import World, component
-from ecs_engine.query import QueryPlan
+from tests.plan_counting import count_resolves
 
 
 @component
@@ -25,19 +25,6 @@ class V:
 @component
 class G:
     v: np.int64 = 0
-
-
-def count_resolves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A one-item list counting full resolves (``QueryPlan._resolve`` calls)."""
-    calls = [0]
-    real = QueryPlan._resolve
-
-    def counted(self: QueryPlan, world: World) -> None:
-        calls[0] += 1
-        real(self, world)
-
-    monkeypatch.setattr(QueryPlan, "_resolve", counted)
-    return calls
 
 
 def check(world: World, types: tuple[type, ...], have: dict[int, set[type]]) -> bool:
