@@ -76,43 +76,17 @@ class Group:
                 store.move_rows(np.arange(start, store.n), targets)
         self._set_size(size + count)
 
-    def enter_one(self, slot: int) -> None:
-        """``enter`` for one entity (by slot), with no temporary arrays."""
-        size = self.size
-        rows = []
-        for store in self.stores:
-            row = store.sparse.item(slot)
-            if row < size:  # absent (-1), or already in the group
-                return
-            rows.append(row)
-        for store, row in zip(self.stores, rows, strict=True):
-            if row != size:
-                store.swap_rows(row, size)
-        self._set_size(size + 1)
-
     def grow_one(self) -> None:
         """One entity joined at row ``size`` of every store (``ComponentStore.insert_one``)."""
         self._set_size(self.size + 1)
 
     def remove_one(self, row: int, slot: int) -> None:
         """Remove the entity in group row ``row`` (its key's ``slot``) from every store
-        of the group: ``leave_one`` then each store's ``remove_one``, with fewer moves."""
+        of the group: its group's last row fills its place and the store's last row
+        fills that one (two moves per store, no swaps)."""
         last = self.size - 1
         for store in self.stores:
             store.remove_group_one(row, slot, last)
-        self._set_size(last)
-
-    def leave_one(self, slot: int) -> None:
-        """``leave`` for one entity (by slot): it moves to the group's last row, which
-        then drops out of the group."""
-        size = self.size
-        row = self.stores[0].sparse.item(slot)
-        if not 0 <= row < size:
-            return
-        last = size - 1
-        if row != last:
-            for store in self.stores:
-                store.swap_rows(row, last)
         self._set_size(last)
 
     def leave(self, keys: np.ndarray) -> None:

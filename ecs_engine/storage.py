@@ -321,19 +321,6 @@ class ComponentStore:
         self._touch_layout_rows(at, row)
         return at
 
-    def swap_rows(self, a: int, b: int) -> None:
-        """Exchange two live rows (values, keys and the index); ``a != b``."""
-        data, entities, sparse = self.data, self.entities, self.sparse
-        kept = data[a].copy()
-        data[a] = data[b]
-        data[b] = kept
-        key_a, key_b = entities.item(a), entities.item(b)
-        entities[a] = key_b
-        entities[b] = key_a
-        sparse[key_b & SLOT_MASK] = a
-        sparse[key_a & SLOT_MASK] = b
-        self._touch_layout_rows(min(a, b), max(a, b))
-
     def place_rows(self, dst: np.ndarray, src: np.ndarray) -> None:
         """Permute rows: row ``src[j]`` moves to ``dst[j]`` (values, keys and the index);
         ``dst`` and ``src`` hold the same distinct live rows. Only their chunks change."""

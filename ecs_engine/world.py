@@ -305,7 +305,7 @@ class World:
             self._cover_slots()
         if lead is not None and owned == len(lead.stores):
             # The entity joins the group: in each of its stores it takes the row after
-            # the group's prefix (whose entity moves to the end), as enter_one would.
+            # the group's prefix (whose entity moves to the end): one move, no swaps.
             at = lead.size
             for comp, store in zip(components, picked, strict=True):
                 if store.owner is lead:
@@ -364,7 +364,7 @@ class World:
         owners = {id(s.owner): s.owner for s in stores if s.owner is not None}.values()
         # The groups the entities join (every store of theirs is given): in those stores
         # each entity takes the row after the group's prefix, as in _spawn_one (the
-        # layout of an append and enter_one, in one move instead of swaps).
+        # layout of an append and a swap into the prefix, in one move).
         joined = [g for g in owners if all(s in stores for s in g.stores)]
         joins = [s.owner if s.owner in joined else None for s in stores]
         # Values converted once for all rows (for one row, converting costs more than it
@@ -393,12 +393,10 @@ class World:
     def despawn(self, entity: KeyLike) -> None:
         """Destroy an entity and all its components. ``KeyError`` if not alive."""
         if type(entity) is int and not self._open_queries and not self._pending_despawn:
-            # the common case: a live key, no query open, no hierarchy
-            if self._slots.is_alive(entity):
-                links = self._stores.get(ChildOf)
-                if links is None or not links.n:
-                    self._destroy_one(entity)
-                    return
+            # the common case: a live key, no query open, not a parent
+            if self._slots.is_alive(entity) and not self._parents_among((entity,)):
+                self._destroy_one(entity)
+                return
         key = self._check_alive(entity, "despawn")
         if not self._open_queries and not self._parents_among([key]):
             self._destroy_one(key)
@@ -550,12 +548,7 @@ class World:
             store.owner.leave(keys)
         store.remove_rows(store.rows_of(key_slots(keys)))
 
-    def _has_parents(self) -> bool:
-        """True when some entity has a ``ChildOf`` (despawns then cascade to subtrees)."""
-        store = self._stores.get(ChildOf)
-        return store is not None and store.n > 0
-
-    def _parents_among(self, keys: list[int]) -> bool:
+    def _parents_among(self, keys: Sequence[int]) -> bool:
         """True if one of a few live ``keys`` is some entity's parent (its despawn takes
         the subtree along). A look at the parent column per key: far cheaper for a
         projectile in a world with a hierarchy than the batch path's index check."""
