@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from sys import getrefcount
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,7 +32,7 @@ from ecs_engine.snapshot import (
     run_restore_callbacks,
 )
 from ecs_engine.statehash import canonical_value
-from ecs_engine.storage import _UNSHARED_REFS, CHUNK_ROWS, ComponentStore, row_word_dtype
+from ecs_engine.storage import CHUNK_ROWS, ComponentStore, row_word_dtype
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
@@ -190,9 +189,9 @@ class _Frame:
         self.frame = -1
         self.inputs: Any = None
         self.stores: dict[str, _StoreBuffer] = {}
-        # (store, buffer, name, unviewed reference count) per store (see _match), and
-        # the stores they were matched against
-        self._pairs: list[tuple[ComponentStore, _StoreBuffer, str, int]] = []
+        # (store, buffer, name) per store (see _match), and the stores they were
+        # matched against
+        self._pairs: list[tuple[ComponentStore, _StoreBuffer, str]] = []
         self._order: tuple[ComponentStore, ...] = ()
         self.generations = np.empty(0, np.uint32)
         self.alive = np.empty(0, np.bool_)
@@ -209,7 +208,7 @@ class _Frame:
         if self._snapshot is None and self._parts:
             assert self.slots is not None
             self._snapshot = Snapshot(
-                stores=tuple(buf.snapshot(name) for _, buf, name, _ in self._pairs),
+                stores=tuple(buf.snapshot(name) for _, buf, name in self._pairs),
                 slots=self.slots, **self._parts)
         return self._snapshot
 
@@ -218,10 +217,9 @@ class _Frame:
         self._snapshot = None
         self._parts = {}
 
-    def _match(self, world: World) -> list[tuple[ComponentStore, _StoreBuffer, str, int]]:
-        """Each store of the world with its buffer (made on first sight), its name and
-        the reference count of its ``data`` while no view of it is out, in the world's
-        store order; the same list while the stores stay."""
+    def _match(self, world: World) -> list[tuple[ComponentStore, _StoreBuffer, str]]:
+        """Each store of the world with its buffer (made on first sight) and its name, in
+        the world's store order; the same list while the stores stay."""
         stores = tuple(world._stores.values())
         if stores == self._order:  # (a tuple compare is by identity first: cheap)
             return self._pairs
@@ -232,9 +230,7 @@ class _Frame:
             buf = bufs.get(name)
             if buf is None or buf.ctype is not ctype:
                 buf = bufs[name] = _StoreBuffer(store, ctype)
-            # what store.views_outstanding() compares with, for an inline check (the
-            # store's own count: its columns, frozen, row words and the flat pair)
-            pairs.append((store, buf, name, _UNSHARED_REFS + store.own_views))
+            pairs.append((store, buf, name))
         self._pairs = pairs
         self._order = stores
         return pairs
@@ -255,17 +251,17 @@ class _Frame:
             self.slot_version = slots.version
         groups = world._groups
         pairs = self._match(world)
-        for i, (store, buf, name, unshared) in enumerate(pairs):
+        for i, (store, buf, name) in enumerate(pairs):
             owner = store.owner
             # a store counts as grouped if its owner is one of the world's groups
             group_size = store.group_size if owner is not None and owner in groups else 0
-            viewed = getrefcount(store.data) > unshared  # store.views_outstanding()
+            viewed = store.views_outstanding()
             if viewed or (buf.data_version != store.data_version
                           or buf.layout_version != store.layout_version
                           or buf.group_size != group_size):
                 if buf.dtype is not store.data.dtype and buf.dtype != store.data.dtype:
                     buf = self.stores[name] = _StoreBuffer(store, buf.ctype)  # migrated
-                    pairs[i] = (store, buf, name, unshared)
+                    pairs[i] = (store, buf, name)
                 buf.dtype = store.data.dtype
                 if viewed:  # a kept view may have written any row: copy them all (as
                     store.touch()  # take_snapshot does) ...

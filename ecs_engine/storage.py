@@ -120,7 +120,7 @@ class ComponentStore:
         self.frozen: np.ndarray = self.data  # a read-only view of ``data`` (bound below)
         self.flat: np.ndarray | None = None  # ``data`` as (rows, values) if one dtype
         self.frozen_flat: np.ndarray | None = None
-        self.own_views = 0
+        self._own_views = 0
         # Records' fast paths, for one-value fields: name -> column (reads), and name ->
         # (writer, Python type, lowest, highest): a value of that type within the bounds
         # is stored exactly with no conversion, through ``writer[row] = value`` (a
@@ -156,7 +156,7 @@ class ComponentStore:
             self.flat = data.view(element).reshape(len(data), width)
             self.frozen_flat = self.flat.view()
             self.frozen_flat.flags.writeable = False
-        self.own_views = len(self.columns) + 2 + (2 if element is not None else 0)
+        self._own_views = len(self.columns) + 2 + (2 if element is not None else 0)
         # Records' fast paths (ChildOf is written only through world.set_parent: no
         # writers for it).
         exact = self.schema.exact_scalars
@@ -443,7 +443,7 @@ class ComponentStore:
         view of ``data`` references it, so its reference count tells; the store's own
         cached field columns are counted out)."""
         # the store's own views: the columns, ``frozen``, ``row_words`` and the flat pair
-        return sys.getrefcount(self.data) > _UNSHARED_REFS + self.own_views
+        return sys.getrefcount(self.data) > _UNSHARED_REFS + self._own_views
 
     def live(self) -> np.ndarray:
         """The live rows (a writable view; the caller bumps the version)."""
