@@ -226,6 +226,12 @@ class ComponentSchema:
         return kinds.pop() if len(kinds) == 1 else None
 
     @cached_property
+    def values_per_row(self) -> int:
+        """How many ``element`` values one row holds (0 when there is no one dtype)."""
+        element = self.element
+        return self.dtype.itemsize // element.itemsize if element is not None else 0
+
+    @cached_property
     def flat(self) -> bool:
         """True when no field has a per-row shape (one row is a tuple of scalars)."""
         return all(not f.shape for f in self.fields)

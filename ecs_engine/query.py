@@ -560,7 +560,7 @@ class Query:
             kinds = ", ".join(f"{f.name}: {f.dtype}" for f in schema.fields) or "no fields"
             raise TypeError(f"{schema.name} has no single field dtype ({kinds}); "
                             f"unstructured() needs one. Use q[{schema.name}][field] per field")
-        flat = column.view(element).reshape(len(column), schema.dtype.itemsize // element.itemsize)
+        flat = column.view(element).reshape(len(column), schema.values_per_row)
         if column.flags.writeable:
             self._writable.append(flat)  # read-only after the block, like the column
         return flat

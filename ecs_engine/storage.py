@@ -152,8 +152,7 @@ class ComponentStore:
         # one dtype, so an aligned query slices them with one numpy call
         element = self.schema.element
         if element is not None:
-            width = self.schema.dtype.itemsize // element.itemsize
-            self.flat = data.view(element).reshape(len(data), width)
+            self.flat = data.view(element).reshape(len(data), self.schema.values_per_row)
             self.frozen_flat = self.flat.view()
             self.frozen_flat.flags.writeable = False
         self._own_views = len(self.columns) + 2 + (2 if element is not None else 0)
