@@ -307,15 +307,10 @@ class ComponentStore:
         row = self.n
         if row >= len(self.data):
             self.reserve(row + 1)
-        keys, sparse = self.key_marks, self.sparse
         if at != row:
-            moves = self.row_moves
-            moves[row] = moves[at]
-            moved = keys[at]
-            keys[row] = moved
-            sparse[moved & SLOT_MASK] = row
-        keys[at] = key
-        sparse[slot] = at
+            self._move_one(row, at)
+        self.key_marks[at] = key
+        self.sparse[slot] = at
         self.n = row + 1
         self._touch_layout_rows(at, row)
         return at
@@ -331,17 +326,21 @@ class ComponentStore:
         self.layout_version = next(self._versions)
         self.touch(dst)
 
+    def _move_one(self, dst: int, src: int) -> None:
+        """Row ``src``'s values and key to row ``dst`` (the index follows); ``src``'s
+        slot in the index is left to the caller."""
+        moves, keys = self.row_moves, self.key_marks
+        moves[dst] = moves[src]
+        key = keys[src]
+        keys[dst] = key
+        self.sparse[key & SLOT_MASK] = dst
+
     def remove_one(self, row: int, slot: int) -> None:
         """Swap-remove one live row (of the key in ``slot``): the last row fills the hole."""
         last = self.n - 1
-        sparse = self.sparse
-        sparse[slot] = -1
+        self.sparse[slot] = -1
         if row != last:
-            moves, keys = self.row_moves, self.key_marks
-            moves[row] = moves[last]
-            key = keys[last]
-            keys[row] = key
-            sparse[key & SLOT_MASK] = row
+            self._move_one(row, last)
         self.n = last
         self._touch_layout_rows(row, last)
 
@@ -351,18 +350,11 @@ class ComponentStore:
         row fills its place (a swap with ``group_last`` and a swap-remove, in two
         moves). The caller shrinks the group."""
         end = self.n - 1
-        moves, keys, sparse = self.row_moves, self.key_marks, self.sparse
-        sparse[slot] = -1
+        self.sparse[slot] = -1
         if row != group_last:
-            moves[row] = moves[group_last]
-            key = keys[group_last]
-            keys[row] = key
-            sparse[key & SLOT_MASK] = row
+            self._move_one(row, group_last)
         if group_last != end:
-            moves[group_last] = moves[end]
-            key = keys[end]
-            keys[group_last] = key
-            sparse[key & SLOT_MASK] = group_last
+            self._move_one(group_last, end)
         self.n = end
         self._touch_layout_rows(row, group_last)
         self.chunk_marks[end // CHUNK_ROWS] = self.data_version  # the third row that moved
