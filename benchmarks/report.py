@@ -488,8 +488,10 @@ def _sim(v: _View) -> str | None:
 
 
 def _us(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e6:,.2f}" if seconds < 1e-5 else (
-        f"{seconds * 1e6:,.1f}")
+    """Microseconds: two decimals below 10 us, one above."""
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e6:,.2f}" if seconds < 1e-5 else f"{seconds * 1e6:,.1f}"
 
 
 def _per(v: _View, scenario: str, op: str, contender: str, n: int, count_key: str,

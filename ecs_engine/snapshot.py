@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ecs_engine.entity import KEY_DTYPE
+from ecs_engine.entity import KEY_DTYPE, SLOT_BITS
 from ecs_engine.group import Group
 from ecs_engine.memcopy import as_bytes, pack_copies, root_of, take_over
 from ecs_engine.plaincopy import copy_resources
@@ -413,8 +413,6 @@ def live_keys(generations: np.ndarray, free: np.ndarray) -> np.ndarray:
 
     Built in cache-sized blocks: no table-sized temporaries (an arange of every slot
     would be a fresh 8 MB array per million slots, page faults and all)."""
-    from ecs_engine.entity import SLOT_BITS
-
     hw = len(generations)
     live = np.empty(hw, np.uint64)
     numbers = np.arange(min(hw, _BLOCK), dtype=np.uint64)
