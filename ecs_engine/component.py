@@ -619,8 +619,15 @@ def _migration(name: str, fields: tuple[str, ...], renamed: Mapping[str, str] | 
     for option, keys in (("renamed", renamed or {}), ("convert", convert or {})):
         unknown = [k for k in keys if k not in fields]
         if unknown:
+            hint = ""
+            if option == "renamed":
+                hint = "; renamed maps a current field to the name old saves use"
+                flipped = {v: k for k, v in (renamed or {}).items()
+                           if k in unknown and v in fields}
+                if flipped:
+                    hint += f" (the other way round: renamed={flipped!r}?)"
             raise TypeError(f"component {name}: {option} names {unknown}, which are not "
-                            f"fields; fields are {list(fields)}")
+                            f"fields; fields are {list(fields)}{hint}")
     for new, old in (renamed or {}).items():
         if not isinstance(old, str) or not old or old == new:
             raise TypeError(f"component {name}: renamed[{new!r}] must be the old field name")

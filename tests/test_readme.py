@@ -27,3 +27,30 @@ def test_readme_starts_with_the_two_commands() -> None:
     head = README.read_text().split("\n", 10)[:8]
     assert any(line.startswith("./dev demo") for line in head)
     assert any(line.startswith("./dev test") for line in head)
+
+
+def test_readme_renamed_field_row_loads_an_old_save(tmp_path: Path) -> None:
+    """The schema-change table's ``renamed=`` row, applied as written, keeps the values of
+    a save made before the rename."""
+    import numpy as np
+
+    from ecs_engine import World, component
+
+    row = next(line for line in README.read_text().splitlines()
+               if line.startswith("| renamed field"))
+    old, new = re.search(r"`(\w+)` is now `(\w+)`", row).groups()  # type: ignore[union-attr]
+    declared = eval(re.search(r"renamed=(\{.*?\})", row).group(1))  # type: ignore[union-attr]
+
+    before = component(name="ReadmeRenamed")(
+        type("ReadmeRenamed", (), {"__annotations__": {old: np.float32}}))
+    world = World()
+    world.spawn_batch(before(**{old: [1.0, 2.0]}))
+    world.save(tmp_path / "old.sav")
+
+    after = component(name="ReadmeRenamed", renamed=declared)(
+        type("ReadmeRenamed", (), {"__annotations__": {new: np.float32}}))
+    loaded = World()
+    loaded.register(after)
+    loaded.load(tmp_path / "old.sav")
+    with loaded.query(after, readonly=(after,)) as q:
+        assert sorted(q[after][new].tolist()) == [1.0, 2.0]

@@ -181,6 +181,11 @@ def test_declarations_are_checked_when_the_class_is_made() -> None:
         @component(renamed={"nope": "old"})
         class Bad:
             x: np.float32 = 0.0
+    with pytest.raises(TypeError, match=r"current field to the name old saves use \(the "
+                                        r"other way round: renamed=\{'speed': 'move_speed'\}"):
+        @component(renamed={"move_speed": "speed"})  # old -> new: the wrong way round
+        class Flipped:
+            speed: np.float32 = 0.0
     with pytest.raises(TypeError, match="not fields"):
         @component(convert={"nope": np.rint})
         class Bad2:
