@@ -128,6 +128,11 @@ class Prefab:
         for label, value in params.items():
             param = table.get(label)
             if param is None:
+                shared = [k for k, p in table.items() if "." in k and p.spec.label == label]
+                if len(shared) > 1:
+                    raise PrefabError(f"prefab {self.name!r}: {label!r} is ambiguous: "
+                                      f"{' and '.join(shared)} are both labelled {label!r}; "
+                                      f"name one as 'Component.field' (e.g. {shared[0]!r})")
                 why = ("is not editable" if label in self.hidden_params()
                        else "is not a parameter")
                 raise PrefabError(f"prefab {self.name!r}: {label!r} {why}; parameters are "

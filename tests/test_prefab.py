@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ecs_engine import PrefabError, PrefabRegistry, World
+from ecs_engine import PrefabError, PrefabRegistry, World, component
 from ecs_engine.components import (
     Collider,
     Color,
@@ -91,6 +91,30 @@ def test_unknown_param_names_prefab_param_and_allowed() -> None:
     assert "'enemy'" in msg and "'spede'" in msg and "not a parameter" in msg
     assert "speed" in msg and "hp" in msg  # the allowed ones
     assert len(world) == 0
+
+
+def test_a_label_two_components_share_is_named_ambiguous() -> None:
+    # Pos.x and Vel.x are both labelled 'x': the error says so and names the dotted
+    # forms, instead of claiming 'x' is no parameter and listing neither.
+    @component
+    class Pos:
+        x: np.float32 = 0.0
+
+    @component
+    class Vel:
+        x: np.float32 = 0.0
+
+    reg = PrefabRegistry()
+    reg.register("mover", Pos(), Vel(), Health())
+    world = World()
+    with pytest.raises(PrefabError) as info:
+        reg.instantiate_batch(world, "mover", count=2, x=[1.0, 2.0])
+    msg = str(info.value)
+    assert "'mover'" in msg and "'x' is ambiguous" in msg
+    assert "Pos.x" in msg and "Vel.x" in msg
+    assert len(world) == 0
+    keys = reg.instantiate_batch(world, "mover", count=2, **{"Pos.x": [1.0, 2.0]})
+    assert world.get_batch(keys, Pos)["x"].tolist() == [1.0, 2.0]
 
 
 def test_non_editable_param() -> None:
