@@ -203,11 +203,11 @@ def _plan_folder(path: str | os.PathLike[str], prefabs: PrefabRegistry, method: 
                     for r in level.tile_colors]
     sprite_prefabs = [_rule_prefab(prefabs, level, r, _SPRITE_LABELS, "sprite")
                       for r in level.sprite_colors]
-    _check_no_extra_files(level)
     # Every header before any pixel: sizes, scales and the pixel budget of all layers
     # together, so no combination of layers can exhaust memory while decoding.
     paths = {spec: resolve_layer_path(level.folder, spec.file, level.path, spec.where)
              for spec in level.layers}
+    _check_no_extra_files(level)  # after: a misspelt layer file is "missing", not stray
     sizes = {spec: png_size(paths[spec], level.folder / spec.file)[::-1]
              for spec in level.layers}
     _check_pixel_budget(level, sizes, max_pixels)

@@ -441,6 +441,17 @@ def test_missing_files(tmp_path: Path, busy_world: World) -> None:
     expect_error(busy_world, path, "level.lvl", "no such level file")
 
 
+def test_a_misspelt_layer_file_is_missing_not_stray(tmp_path: Path, busy_world: World) -> None:
+    # level.lvl lists sprites/layr1.png, the folder holds sprites/layer1.png: the error is
+    # about the listed file that is not there, not "add layer1.png to the level".
+    path = simple_level(tmp_path)
+    doc = json.loads((path / "level.lvl").read_text())
+    doc["layers"]["sprites"][0]["file"] = "sprites/layr1.png"
+    (path / "level.lvl").write_text(json.dumps(doc))
+    err = expect_error(busy_world, path, "sprites/layr1.png", "missing", "layers.sprites[0]")
+    assert "not listed" not in str(err)
+
+
 def test_extra_unlisted_layer_png(tmp_path: Path, busy_world: World) -> None:
     path = simple_level(tmp_path, **{"visuals/layer1.png": img(6, 4)})
     expect_error(busy_world, path, "visuals/layer1.png", "not listed")
