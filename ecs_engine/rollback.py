@@ -373,6 +373,9 @@ class Rollback:
         others keep their recorded input), or None to re-run the recorded inputs.
         """
         present = self.present
+        if to_frame > present:
+            raise ValueError(f"rollback: frame {to_frame} is in the future; the present is "
+                             f"frame {present} (held: {self.oldest}..{present - 1})")
         count = present - to_frame
         if isinstance(inputs, Mapping):
             bad = [f for f in inputs if not to_frame <= f < present]
@@ -392,7 +395,10 @@ class Rollback:
         if count == 0:
             return
         gaps = [f for f in range(to_frame, present) if not self.held(f)]
-        if gaps and gaps != [to_frame]:  # (a missing to_frame gets restore's message)
+        # Frames missing only before the oldest held one: to_frame is just too old, and
+        # restore says which frames are held. A gap after a held frame means the world
+        # ticked outside advance.
+        if gaps and gaps != list(range(to_frame, to_frame + len(gaps))):
             raise ValueError(f"rollback: frames {gaps[0]}..{gaps[-1]} were not recorded "
                              f"(the world ticked outside Rollback.advance); held frames "
                              f"must reach the present")

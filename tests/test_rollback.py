@@ -119,6 +119,12 @@ def test_rollback_bounds_and_input_checks() -> None:
     assert (rb.oldest, rb.present) == (4, 12)
     with pytest.raises(ValueError, match=r"frame 3 is not held; frames 4\.\.11"):
         rb.rollback(3)
+    for too_old in (2, 0, -1):  # further back: the same message, not "ticked outside"
+        with pytest.raises(ValueError, match=rf"frame {too_old} is not held; frames 4\.\.11 "
+                                             r"are \(the last 8\)"):
+            rb.rollback(too_old, [{}] * (12 - too_old))
+    with pytest.raises(ValueError, match=r"frame 13 is in the future; the present is frame 12"):
+        rb.rollback(13, [])
     with pytest.raises(ValueError, match="2 inputs for the 3 frames 9..11"):
         rb.rollback(9, [{}, {}])
     with pytest.raises(ValueError, match=r"inputs for frames \[12\] outside 9\.\.11"):
@@ -128,6 +134,10 @@ def test_rollback_bounds_and_input_checks() -> None:
     rb.rollback(4)  # the same inputs: the same state
     assert world.state_hash() == before
     assert rb.inputs(4) == {"cmd": 4}
+    world.step(DT)  # frame 12 not recorded: a gap after held frames
+    with pytest.raises(ValueError, match=r"frames 12\.\.12 were not recorded \(the world "
+                                         r"ticked outside Rollback\.advance\)"):
+        rb.rollback(10)
     with pytest.raises(ValueError, match="frames must be >= 1"):
         Rollback(world, frames=0)
 
