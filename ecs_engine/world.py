@@ -987,6 +987,9 @@ class World:
                    after: str | SystemFn | None = None) -> None:
         """Register ``fn(world, dt)``; runs in registration order unless placed with
         ``before=`` or ``after=`` another system (by name or function)."""
+        if not callable(fn):
+            raise TypeError(f"add_system: {fn!r} is not callable; pass the function itself "
+                            f"(world.add_system(movement)), not the result of calling it")
         sys_name = name or str(getattr(fn, "__name__", repr(fn)))
         if any(s.name == sys_name for s in self._systems):
             raise ValueError(f"a system named {sys_name!r} is already registered")

@@ -446,6 +446,9 @@ def test_add_system_errors_and_remove_system() -> None:
         world.add_system(move, name="m2", before="move", after="move")
     with pytest.raises(KeyError, match="no system 'nope'"):
         world.add_system(move, name="m3", after="nope")
+    # the result of calling a system, not the system: refused here, not at the next step
+    with pytest.raises(TypeError, match=r"add_system: None is not callable; pass the function"):
+        world.add_system(move(world, 1 / 60))  # type: ignore[func-returns-value, arg-type]
     assert world.systems == ("move",)
     world.add_system(lambda w, dt: None, name="anon")
     world.remove_system(move)
