@@ -16,7 +16,7 @@ from ecs_engine.snapshot import RestoreCallbackError, RestoreEvent, Snapshot, St
 from ecs_engine.storage import ComponentStore
 from ecs_engine.world import System, World
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the same as pyproject.toml (tests/test_packaging.py)
 
 __all__ = [
     "NULL",

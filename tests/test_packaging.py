@@ -119,3 +119,15 @@ def test_core_imports_without_game_packages() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, env=_env())
     assert proc.returncode == 0, proc.stderr
+
+
+def test_version_matches_the_project_metadata() -> None:
+    """``ecs_engine.__version__`` (what save files record as "engine") is the version
+    pyproject.toml gives the distribution, and the README's save header shows it."""
+    import tomllib
+
+    import ecs_engine
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert ecs_engine.__version__ == project
+    assert f'"engine": "{project}"' in (REPO / "README.md").read_text()
