@@ -6,7 +6,10 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from ecs_engine import World, component
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
@@ -54,3 +57,23 @@ def test_readme_renamed_field_row_loads_an_old_save(tmp_path: Path) -> None:
     loaded.load(tmp_path / "old.sav")
     with loaded.query(after, readonly=(after,)) as q:
         assert sorted(q[after][new].tolist()) == [1.0, 2.0]
+
+
+def test_readme_readonly_types_join_the_query() -> None:
+    """The README's note: a type named only in ``readonly=`` is required too."""
+    assert "A type named only in `readonly=` is required too" in README.read_text()
+
+    @component
+    class ReadmePos:
+        x: np.float32 = 0.0
+
+    @component
+    class ReadmeVel:
+        x: np.float32 = 0.0
+
+    world = World()
+    both = world.spawn(ReadmePos(), ReadmeVel())
+    world.spawn(ReadmePos())
+    with world.query(ReadmePos, readonly=(ReadmeVel,)) as q:
+        assert q.entities.tolist() == [both]
+        assert not q[ReadmeVel].flags.writeable
