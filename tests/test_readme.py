@@ -35,10 +35,6 @@ def test_readme_starts_with_the_two_commands() -> None:
 def test_readme_renamed_field_row_loads_an_old_save(tmp_path: Path) -> None:
     """The schema-change table's ``renamed=`` row, applied as written, keeps the values of
     a save made before the rename."""
-    import numpy as np
-
-    from ecs_engine import World, component
-
     row = next(line for line in README.read_text().splitlines()
                if line.startswith("| renamed field"))
     old, new = re.search(r"`(\w+)` is now `(\w+)`", row).groups()  # type: ignore[union-attr]
