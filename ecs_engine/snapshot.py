@@ -605,13 +605,13 @@ def _saved_types(world: World, snap: Snapshot) -> dict[str, type]:
     from ecs_engine.migrate import find_saved_type, unknown_component_hint
     from ecs_engine.savefile import SaveFileError
 
+    if any(s.name == BLUEPRINT_MARKER for s in snap.stores):  # before "unknown component"
+        raise SaveFileError("this is a blueprint, not a world save: load it with "
+                            "world.instantiate(Blueprint.load(path))")
     types: dict[str, type] = {}
     for s in snap.stores:
         ctype = (world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
                  or find_saved_type(world._types_by_name.values(), s.name))
-        if s.name == BLUEPRINT_MARKER:
-            raise SaveFileError("this is a blueprint, not a world save: load it with "
-                                "world.instantiate(Blueprint.load(path))")
         if ctype is None:
             raise SaveFileError(unknown_component_hint(s.name))
         types[s.name] = ctype

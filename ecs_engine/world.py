@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
+import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -957,7 +958,7 @@ class World:
         from ecs_engine.lookahead import KeyLookahead
         from ecs_engine.migrate import find_saved_type
         from ecs_engine.prefab_fields import join, rederive
-        from ecs_engine.savefile import read_file_memory
+        from ecs_engine.savefile import SaveFileError, read_file_memory
         from ecs_engine.snapshot import sparse_capacity
 
         lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water))
@@ -965,15 +966,18 @@ class World:
         snap, derived = join(read)
         del read
         registry = prefabs if prefabs is not None else self.prefabs
-        if registry is not None:
-            types = {}
-            for s in snap.stores:
-                found = (self._types_by_name.get(s.name)
-                         or find_saved_type(self._types_by_name.values(), s.name))
-                if found is not None:
-                    types[s.name] = found
-            snap = rederive(snap, derived, registry, types)
-        event = restore_snapshot(self, snap, "file", memory, lookahead.results())
+        try:  # what the file holds does not fit this world: name the file too
+            if registry is not None:
+                types = {}
+                for s in snap.stores:
+                    found = (self._types_by_name.get(s.name)
+                             or find_saved_type(self._types_by_name.values(), s.name))
+                    if found is not None:
+                        types[s.name] = found
+                snap = rederive(snap, derived, registry, types)
+            event = restore_snapshot(self, snap, "file", memory, lookahead.results())
+        except SaveFileError as exc:
+            raise SaveFileError(f"{os.fspath(path)}: {exc}") from None
         del snap  # its columns are the stores' arrays now: it must not outlive this call
         self._last_snapshot = None
         self._jumps += 1

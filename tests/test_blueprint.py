@@ -151,8 +151,11 @@ def test_blueprints_and_world_saves_are_not_confused(tmp_path: Path) -> None:
     with pytest.raises(SaveFileError, match="not a blueprint"):
         Blueprint.from_bytes(w.snapshot().to_bytes())
     w.extract(w.entities()).save(tmp_path / "all.bp")
-    with pytest.raises(SaveFileError, match="this is a blueprint"):
+    with pytest.raises(SaveFileError, match=r"all\.bp: this is a blueprint"):
         w.load(tmp_path / "all.bp")
+    # A world without the blueprint's types hears the same, not "register Room first".
+    with pytest.raises(SaveFileError, match=r"all\.bp: this is a blueprint"):
+        World().load(tmp_path / "all.bp")
     (tmp_path / "junk.bp").write_bytes(b"GIF89a")
     with pytest.raises(SaveFileError, match=r"junk\.bp: not an ecs-engine save file"):
         Blueprint.load(tmp_path / "junk.bp")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,11 +139,16 @@ def test_scalar_to_array_field_is_a_shape_change() -> None:
         load_into(UnitShape2)
 
 
-def test_unknown_component_is_an_error_naming_it() -> None:
+def test_unknown_component_is_an_error_naming_it(tmp_path: Path) -> None:
     data, _ = saved_v1()
     world = World()
     with pytest.raises(SaveFileError, match="unknown component 'Unit'.*register"):
         world.restore(Snapshot.from_bytes(data))
+    assert len(world) == 0 and world.component_types == ()
+    path = tmp_path / "v1.sav"
+    path.write_bytes(data)
+    with pytest.raises(SaveFileError, match=r"v1\.sav: unknown component 'Unit'.*register"):
+        world.load(path)  # a file's problem names the file, like a damaged byte does
     assert len(world) == 0 and world.component_types == ()
 
 
