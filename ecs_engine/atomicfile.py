@@ -16,6 +16,7 @@ files are left for the user).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -165,9 +166,17 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], objec
     """
     target = Path(path)
     folder = target.parent
+    # The user's path in the error, not the temp file's (".slot1.sav.k2j4h1x9.tmp").
+    if target.is_dir() and not target.is_symlink():  # (a link is replaced, as always)
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file to save to",
+                                os.fspath(path))
     _sweep(folder, target)
     mode = _mode_for(target)
-    fd, tmp = _create_temp(folder, target)
+    try:
+        fd, tmp = _create_temp(folder, target)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, f"cannot save: the folder {os.fspath(folder)!r} "
+                                              f"does not exist", os.fspath(path)) from None
     closed = False
     try:
         with os.fdopen(fd, "wb", closefd=False) as f:

@@ -200,3 +200,16 @@ def test_a_damaged_save_still_reports_the_path(tmp_path: Path) -> None:
     path.write_bytes(b"")
     with pytest.raises(SaveFileError, match="slot.sav: the file is empty"):
         read_file(path)
+
+
+def test_saving_into_a_missing_folder_or_onto_a_folder_names_the_users_path(
+        tmp_path: Path) -> None:
+    # Not the temp file's name (".x.sav.k2j4h1x9.tmp"), which the user never chose.
+    missing = tmp_path / "no" / "such" / "x.sav"
+    with pytest.raises(FileNotFoundError, match="folder .* does not exist") as info:
+        marked_world(1, 2).save(missing)
+    assert info.value.filename == os.fspath(missing) and ".tmp" not in str(info.value)
+    with pytest.raises(IsADirectoryError, match="is a folder") as info2:
+        marked_world(1, 2).save(tmp_path)
+    assert info2.value.filename == os.fspath(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # no temp file left behind
