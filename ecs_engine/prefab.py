@@ -87,6 +87,23 @@ def _child_spec(owner: str, child: ChildLike) -> ChildPrefab:
     return spec
 
 
+def _check_lengths(prefab: Prefab, params: Mapping[str, Any], comps: list[ComponentBase],
+                   count: int | None) -> None:
+    """``PrefabError`` naming the parameters when the arrays given to ``instantiate_batch``
+    disagree in length with each other or with ``count`` (spawn_batch would say it in its
+    own terms, without the prefab or a parameter)."""
+    lengths = {type(c): c._batch for c in comps if c._batch is not None}
+    if len(set(lengths.values()) | ({count} if count is not None else set())) <= 1:
+        return
+    table = prefab.params()
+    given = {label: lengths[table[label].ctype] for label in params
+             if table[label].ctype in lengths and lengths[table[label].ctype] != count}
+    listed = ", ".join(f"{label!r} has {n} values" for label, n in given.items())
+    what = f"count={count} but {listed}" if count is not None else f"array lengths differ: {listed}"
+    raise PrefabError(f"prefab {prefab.name!r}: instantiate_batch {what}; give one value "
+                      f"per entity, or one value for all")
+
+
 @dataclass(frozen=True)
 class Prefab:
     """A named set of components with default values, and the child prefabs every
@@ -280,6 +297,7 @@ class PrefabRegistry:
         array params give one value per entity."""
         prefab = self[name]
         comps = prefab.build(params)
+        _check_lengths(prefab, params, comps, count)
         steps = self._child_steps(prefab)
         keys = world.spawn_batch(*comps, count=count)
         self._spawn_children(world, steps, keys)

@@ -117,6 +117,19 @@ def test_a_label_two_components_share_is_named_ambiguous() -> None:
     assert world.get_batch(keys, Pos)["x"].tolist() == [1.0, 2.0]
 
 
+def test_batch_lengths_that_disagree_name_the_prefab_and_parameters() -> None:
+    reg = stock_prefabs()
+    world = World()
+    with pytest.raises(PrefabError, match=r"prefab 'enemy': instantiate_batch count=2 but "
+                                          r"'hp' has 3 values"):
+        reg.instantiate_batch(world, "enemy", count=2, hp=[1, 2, 3])
+    with pytest.raises(PrefabError, match=r"prefab 'enemy': instantiate_batch array lengths "
+                                          r"differ: 'x' has 2 values, 'hp' has 3 values"):
+        reg.instantiate_batch(world, "enemy", x=[1.0, 2.0], hp=[1, 2, 3])
+    assert len(world) == 0
+    assert len(reg.instantiate_batch(world, "enemy", count=3, x=[1.0, 2.0, 3.0], hp=4)) == 3
+
+
 def test_non_editable_param() -> None:
     reg = stock_prefabs()
     with pytest.raises(PrefabError) as info:
