@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecs_engine.component import ComponentBase, ComponentSchema, component_values, schema_of
-from ecs_engine.entity import KEY_DTYPE, as_keys, format_key, key_slots
+from ecs_engine.entity import KEY_DTYPE, as_keys, first_repeat, format_key, key_slots
 from ecs_engine.storage import PARENT_LINK
 
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ def set_batch(world: World, keys: Any, ctype: type, values: Any) -> None:
     """
     arr = _keys(world, keys, "set_batch")
     if len(np.unique(arr)) != len(arr):
-        raise ValueError("set_batch: the same entity key appears more than once")
+        raise ValueError(f"set_batch: the same entity key appears more than once "
+                         f"({first_repeat(arr)})")
     schema = schema_of(ctype)
     if schema.name == PARENT_LINK:
         raise TypeError("set_batch: ChildOf is written with world.set_parent, which checks "

@@ -48,6 +48,17 @@ def format_key(key: KeyLike) -> str:
 key_str = format_key  # the engine's internal spelling
 
 
+def first_repeat(keys: np.ndarray) -> str:
+    """For error messages: the first key that occurs twice in ``keys`` and where, e.g.
+    ``Entity(slot=3, gen=1) at indexes 0 and 4`` (empty if none repeats)."""
+    seen: dict[int, int] = {}
+    for i, key in enumerate(keys.tolist()):
+        if key in seen:
+            return f"{format_key(key)} at indexes {seen[key]} and {i}"
+        seen[key] = i
+    return ""
+
+
 def as_key(value: object, op: str) -> int:
     """``value`` as an int key, for every operation that takes one key.
 

@@ -26,6 +26,7 @@ from ecs_engine.entity import (
     KeyLike,
     as_key,
     as_keys,
+    first_repeat,
     key_slot,
     key_slots,
     key_str,
@@ -209,7 +210,8 @@ class World:
         if len(arr) > 1:
             ordered = np.sort(arr)  # (a sort and one compare cost less than np.unique)
             if np.count_nonzero(ordered[1:] == ordered[:-1]):
-                raise ValueError(f"{op}: the same entity key appears more than once")
+                raise ValueError(f"{op}: the same entity key appears more than once "
+                                 f"({first_repeat(arr)})")
         return arr
 
     def _few_live_keys(self, keys: Any) -> list[int] | None:

@@ -128,7 +128,9 @@ def test_set_batch_writes_fields_rows_or_an_instance() -> None:
     ("ab", {"xx": [1, 2]}, KeyError, r"Position has no field 'xx'; fields are \['x', 'y'\]"),
     ("ab", {"x": [1, 2, 3]}, ValueError, "Position.x has 3 values for 2 keys"),
     ("ab", {"x": ["a", "b"]}, ValueError, r"Position\.x: expected float32 values"),
-    ("aa", {"x": [1, 2]}, ValueError, "the same entity key appears more than once"),
+    ("aa", {"x": [1, 2]}, ValueError,
+     r"the same entity key appears more than once \(Entity\(slot=0, gen=1\) at indexes 0 "
+     r"and 1\)"),
     ("ab", Velocity(x=1), TypeError, "got a Velocity, expected Position values"),
     ("ab", 5, TypeError, "give structured rows"),
     ("a_no_vel", {"x": [1, 2]}, KeyError, "1 of 2 keys have no Velocity"),

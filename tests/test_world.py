@@ -197,7 +197,8 @@ def test_despawn_batch() -> None:
 @pytest.mark.parametrize(
     ("make_bad", "exc", "msg"),
     [
-        (lambda ks: [ks[0], ks[1], ks[1]], ValueError, "appears more than once"),
+        (lambda ks: [ks[0], ks[1], ks[1]], ValueError,
+         r"appears more than once \(Entity\(slot=1, gen=1\) at indexes 1 and 2\)"),
         (lambda ks: [ks[0], ks[3]], KeyError, "1 of 2 keys are not alive; first at index 1"),
         (lambda ks: [NULL, ks[0]], KeyError, "NULL is never alive"),
         (lambda ks: [ks[3], ks[3]], KeyError, "despawned"),  # dead beats duplicate
