@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -39,13 +40,26 @@ def _level_path(text: str) -> Path:
     return path
 
 
+def _one_level_path(text: str) -> Path:
+    """:func:`_level_path`; a bare name that is neither a folder here nor a shipped level
+    is a ``LevelError`` listing the shipped ones (a misspelt name is more likely than a
+    missing level.lvl)."""
+    path = _level_path(text)
+    if not path.exists() and path.name == text and not path.suffix:
+        close = difflib.get_close_matches(text, shipped_levels(), n=1)
+        raise LevelError(path, f"no such level folder and no shipped level {text!r}"
+                               f"{f' (did you mean {close[0]!r}?)' if close else ''}; "
+                               f"shipped levels are {list(shipped_levels())}")
+    return path
+
+
 def _inspect(args: argparse.Namespace, prefabs: PrefabRegistry,
              names: Mapping[str, str | None] | None) -> int:
     start = time.perf_counter()
     level: str | int | None = args.level
     if isinstance(level, str) and level.lstrip("-").isdigit():
         level = int(level)
-    plan = plan_level(_level_path(args.path), prefabs, args.method, level=level,
+    plan = plan_level(_one_level_path(args.path), prefabs, args.method, level=level,
                       strict=not args.lenient, names=names)
     # Spawn into a scratch world too, so "inspect" proves the level really loads.
     keys = plan.spawn(World())

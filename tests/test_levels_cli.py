@@ -64,6 +64,17 @@ def test_inspect_bad_input_exit_code_2(tmp_path: Path,
     assert "line 1:3" in capsys.readouterr().err
 
 
+def test_inspect_a_misspelt_shipped_name_lists_the_shipped_levels(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["inspect", "demoo"]) == 2
+    err = capsys.readouterr().err
+    assert "no shipped level 'demoo' (did you mean 'demo'?)" in err
+    assert "'tutorial'" in err
+    assert main(["inspect", "tutorial"]) == 0  # the real name still works
+
+
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list"]) == 0
     text = capsys.readouterr().out
