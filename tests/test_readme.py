@@ -73,3 +73,18 @@ def test_readme_readonly_types_join_the_query() -> None:
     with world.query(ReadmePos, readonly=(ReadmeVel,)) as q:
         assert q.entities.tolist() == [both]
         assert not q[ReadmeVel].flags.writeable
+
+
+def test_documented_python_m_commands_name_modules_that_exist() -> None:
+    """Every ``python -m MODULE`` in the README and the format documents runs an
+    installed module (``ecs_engine.levels``, not the repo folder's ``levels``)."""
+    import importlib.util
+
+    repo = README.parent
+    docs = [README, repo / "levels" / "FORMAT.md", repo / "ecs_engine" / "SAVE_FORMAT.md"]
+    found = {(doc.name, module) for doc in docs
+             for module in re.findall(r"python -m\s+([\w.]+)", doc.read_text())}
+    assert found
+    for doc, module in sorted(found):
+        assert module.startswith("ecs_engine"), f"{doc}: python -m {module}"
+        assert importlib.util.find_spec(module) is not None, f"{doc}: python -m {module}"
