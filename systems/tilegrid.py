@@ -103,6 +103,12 @@ class _AxisTables:
         top = self.across + self.rows
         return np.array([[top], [top], [self.origin + self.stride - 2]], np.float64)
 
+    @cached_property
+    def face_views(self) -> tuple[memoryview, memoryview]:
+        """``starts`` and ``ends`` as memoryviews, for loops over a few boxes: indexing one
+        gives a Python float (an array's ``item`` costs about twice as much)."""
+        return self.starts.data, self.ends.data
+
     @classmethod
     def build(cls, solid: np.ndarray, origin: int, across: int) -> _AxisTables:
         rows, cols = solid.shape
