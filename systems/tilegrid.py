@@ -289,6 +289,12 @@ class TileGrid:
         return np.array([[self.width - 1], [self.height - 1]], np.int64)
 
     @cached_property
+    def prefix_view(self) -> memoryview:
+        """The summed-area table flattened (row stride ``width + 1``) as a memoryview, for
+        loops over a few boxes: indexing one gives a Python int."""
+        return self.prefix.reshape(-1).data
+
+    @cached_property
     def _flat(self) -> tuple[np.ndarray, np.ndarray]:
         """The summed-area table flattened, and the column (1, row stride) that turns
         (column, row) pairs into flat indices."""
