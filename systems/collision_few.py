@@ -43,25 +43,22 @@ def move_few(colliders: LevelColliders, parts: Sequence[Bodies], dt: float,
     tiles = colliders.tiles
     if tiles is None:
         return None
-    xs: list[float] = []
-    ys: list[float] = []
-    hws: list[float] = []
-    hhs: list[float] = []
-    mxs: list[float] = []
-    mys: list[float] = []
+    # Whole rows in one call each: (x, y), (vx, vy), (w, h) as exact Python floats.
+    pos_rows, vel_rows, col_rows = [], [], []
     for pos, vel, col in parts:
-        # Whole rows in one call each: (x, y), (vx, vy), (w, h) as exact Python floats.
-        for (x, y), (vx, vy), (w, h) in zip(pos.tolist(), vel.tolist(), col.tolist(),
-                                             strict=True):
-            hw, hh, mx, my = w * 0.5, h * 0.5, vx * dt, vy * dt
-            if not math.isfinite(x + y + hw + hh + mx + my):
-                return None  # (floor() of inf or nan raises; numpy's clip copes)
-            xs.append(x)
-            ys.append(y)
-            hws.append(hw)
-            hhs.append(hh)
-            mxs.append(mx)
-            mys.append(my)
+        pos_rows += pos.tolist()
+        vel_rows += vel.tolist()
+        col_rows += col.tolist()
+    xs = [x for x, _ in pos_rows]
+    ys = [y for _, y in pos_rows]
+    hws = [w * 0.5 for w, _ in col_rows]
+    hhs = [h * 0.5 for _, h in col_rows]
+    mxs = [vx * dt for vx, _ in vel_rows]
+    mys = [vy * dt for _, vy in vel_rows]
+    # One sum of everything: inf or nan anywhere (floor() of either raises, numpy's clip
+    # copes) makes it non-finite; finite float32 values cannot overflow it.
+    if not math.isfinite(sum(xs) + sum(ys) + sum(hws) + sum(hhs) + sum(mxs) + sum(mys)):
+        return None
     if _any_near(colliders, xs, ys, hws, hhs, mxs, mys):
         return None
     # x pass: the box's own extent along x, its y extent across.
@@ -120,34 +117,42 @@ def _sweep(tiles: TileGrid, t: _AxisTables, centres: list[float], halves: list[f
     row_lo, row_hi = across - 1, across + t.rows
     col_lo, col_hi = origin - 1, origin + stride - 2
     shift = -2 * (across - 1) * stride - origin + 1
+    floor, ceil = math.floor, math.ceil
     fwd_rows: list[int] = []
     back_rows: list[int] = []
-    for i, centre in enumerate(centres):
-        half, move = halves[i], moves[i]
-        lo, hi = centre - half, centre + half
-        first = min(max(math.floor(other_lo[i]), row_lo), row_hi)
-        last = min(max(math.ceil(other_hi[i]) - 1, row_lo), row_hi)
-        col = min(max(math.floor(centre), col_lo), col_hi)
-        index = (first + last) * stride + col + shift
-        face_fwd: float = starts[index % size]  # (take's mode="wrap")
-        face_back: float = ends[index % size]
+    # (clamps as comparisons: min(max(...)) costs two calls a value)
+    for i, (centre, half, move, across_lo, across_hi) in enumerate(
+            zip(centres, halves, moves, other_lo, other_hi, strict=True)):
+        first = floor(across_lo)
+        first = row_lo if first < row_lo else row_hi if first > row_hi else first
+        last = ceil(across_hi) - 1
+        last = row_lo if last < row_lo else row_hi if last > row_hi else last
+        col = floor(centre)
+        col = col_lo if col < col_lo else col_hi if col > col_hi else col
+        index = ((first + last) * stride + col + shift) % size  # (take's mode="wrap")
+        face_fwd: float = starts[index]
+        face_back: float = ends[index]
         span = last - first
         if span < 0 or span > 1:
             face_fwd, face_back = _rows_one_by_one(t, starts, ends, centre, first, span)
         elif col == centre and col >= origin:
             face_fwd = starts[index - 1]  # a run starting at the centre counts too
-        if move > 0 and face_fwd < hi + move:
-            limit = face_fwd - hi - skin
-            if move > limit:
-                centres[i] = centre + limit
-                fwd_rows.append(i)
-                continue
-        elif move < 0 and face_back > lo + move:
-            limit = face_back - lo + skin
-            if move < limit:
-                centres[i] = centre + limit
-                back_rows.append(i)
-                continue
+        if move > 0:
+            hi = centre + half
+            if face_fwd < hi + move:
+                limit = face_fwd - hi - skin
+                if move > limit:
+                    centres[i] = centre + limit
+                    fwd_rows.append(i)
+                    continue
+        elif move < 0:
+            lo = centre - half
+            if face_back > lo + move:
+                limit = face_back - lo + skin
+                if move < limit:
+                    centres[i] = centre + limit
+                    back_rows.append(i)
+                    continue
         centres[i] = centre + move
     return fwd_rows + back_rows, [1] * len(fwd_rows) + [-1] * len(back_rows)
 

@@ -118,3 +118,18 @@ def test_the_demo_level_takes_the_loop_and_moves_as_the_vectorised_move() -> Non
         else:
             assert calls == []
     assert hashes[0] == hashes[1]
+
+
+def test_a_non_finite_body_takes_the_vectorised_move() -> None:
+    """floor() of inf or nan raises: the loop declines and the vectorised move runs."""
+    solid = np.ones((2, 6), np.bool_)
+    rng = np.random.default_rng(0)
+    colliders = LevelColliders.build(*cell_boxes(solid, 0, 0, rng).astype(np.float32).T)
+    for bad in (np.inf, -np.inf, np.nan):
+        pos, vel, col = bodies(rng, 3, 0, 6, 0, 2)
+        vel["y"][1] = bad
+        assert collision_few.move_few(colliders, [(pos, vel, col)], 1 / 60, 1e-3) is None
+        (want, moved, _), (got, looped, took_loop) = both_ways(colliders, [(pos, vel, col)],
+                                                               1 / 60)
+        assert not took_loop
+        assert moved[0][0].tobytes() == looped[0][0].tobytes()
