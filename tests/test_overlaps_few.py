@@ -46,3 +46,16 @@ def test_few_boxes_overlap_exactly_as_the_vectorised_test(level: tuple, n_odd: i
     got = colliders.overlaps(*query)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_non_finite_box_takes_the_vectorised_test() -> None:
+    """floor() of inf or nan raises: the loop declines and the vectorised test runs."""
+    solid = np.ones((2, 6), np.bool_)
+    colliders = LevelColliders.build(
+        *cell_boxes(solid, 0, 0, np.random.default_rng(0)).astype(np.float32).T)
+    for bad in (np.inf, -np.inf, np.nan):
+        query = [np.array([1.0, 2.0, bad], np.float32) + k for k in (0.0, 0.0, 0.5, 0.5)]
+        assert overlaps_few.overlaps_few(colliders, *query) is None
+        with mock.patch.object(overlaps_few, "FEW_BOXES", -1):
+            want = colliders.overlaps(*query)
+        np.testing.assert_array_equal(colliders.overlaps(*query), want)
