@@ -245,6 +245,10 @@ class QueryPlan:
             self.unstepped_gather = world._open_queries == 1 and not world.stepping
             if not self.nested_gather and self._align_in_group(world):
                 return
+        for t in self.readonly:  # read-only rows in one run: a view, not a gathered copy
+            gathered = rows[t]
+            if not isinstance(gathered, slice):
+                rows[t] = _as_run(gathered)
         self.entities = _readonly(keys.copy() if every else keys[mask])  # not a live view
         self.aligned = False
 
@@ -327,6 +331,19 @@ class QueryPlan:
         self.rows = dict.fromkeys(self.types, rows)
         self.entities = _readonly(store.entities[rows])
         self.aligned = True
+
+
+def _as_run(rows: np.ndarray) -> slice | np.ndarray:
+    """``rows`` as a slice when they are one increasing run of consecutive rows (a
+    player's one row, a store's rows in the driver's order), else ``rows``. A read-only
+    column over a run is a view: no copy per block (~1-2 us each on a few rows)."""
+    k = len(rows)
+    if k == 0:
+        return rows
+    first = int(rows[0])
+    if k > 1 and (int(rows[-1]) - first + 1 != k or _count(rows[1:] <= rows[:-1])):
+        return rows  # (distinct rows spanning k rows in increasing order: the run)
+    return slice(first, first + k)
 
 
 def _follow_group_order(store: ComponentStore, lead: ComponentStore, size: int,
