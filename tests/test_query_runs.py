@@ -165,3 +165,23 @@ def test_a_single_entity_query_writes_through_a_view() -> None:
     assert world.get(key, A)["v"] == 4
     snap = world.snapshot()
     assert snap.store("A").data["v"].tolist().count(4) == 1
+
+
+def test_unstructured_over_a_run_keeps_the_change_tracking() -> None:
+    """``q.unstructured`` of a run column is the run's view reshaped: a write reaches the
+    store and moves its version; a read moves nothing."""
+    world = World(auto_group=False)
+    world.spawn(B(v=1.0))
+    world.spawn(A(v=1))
+    key = world.spawn(A(v=2), B(v=5.0))
+    store = world.store(B)
+    version = store.data_version
+    with world.query(A, B, readonly=(A,)) as q:
+        flat = q.unstructured(B)
+        assert flat.shape == (1, 1) and np.shares_memory(flat, store.data)
+        assert flat[0, 0] == 5.0
+    assert store.data_version == version
+    with world.query(A, B, readonly=(A,)) as q:
+        q.unstructured(B)[:] *= 2
+    assert store.data_version != version
+    assert world.get(key, B)["v"] == 10.0
