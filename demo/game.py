@@ -102,6 +102,9 @@ VIEW_HEIGHT_UNITS = 30.0  # world units visible vertically at the default zoom
 MESSAGE_SECONDS = 2.0  # how long a message shows
 MAX_CUES = 256  # queued sound cues kept when nobody drains them (headless runs)
 
+# "Is any set?" on small masks: count_nonzero takes ~0.2 us, ndarray.any() ~1 us.
+_count = np.count_nonzero
+
 ALL_COMPONENTS = (Ammo, Bouncer, Collider, Color, Enemy, Goal, Gravity, Grounded, Health, Layer,
                   Lifetime, Patrol, Pickup, Player, Position, Projectile, Score, Solid, Spawner,
                   Sprite, Tile, Velocity, LocalOffset)
@@ -148,7 +151,7 @@ def fall_out(world: World, dt: float) -> None:
     del dt
     with world.query(Position, readonly=(Position,)) as q:
         fell = q[Position]["y"] < -KILL_DEPTH
-        if not fell.any():
+        if not _count(fell):
             return  # the common case touches (and so versions) nothing
         fallen = q.entities[fell].copy()
     slots = key_slots(fallen)
@@ -158,7 +161,7 @@ def fall_out(world: World, dt: float) -> None:
     moving = rows[Velocity] >= 0
     player = (rows[Player] >= 0) & moving
     bouncer = (rows[Bouncer] >= 0) & moving & ~player
-    if player.any():  # values written in place: no structural change
+    if _count(player):  # values written in place: no structural change
         start = world.resources.get("player_start") or [1.0, 1.0]
         _write(world, slots[player], Position, x=start[0], y=start[1])
         _write(world, slots[player], Velocity, x=0.0, y=0.0)
@@ -229,7 +232,7 @@ def add_stress_bodies(world: World, count: int, level_size: tuple[int, int],
     half = size / 2
     for _ in range(32):  # resample the ones that start inside a wall
         bad = grid.overlaps(x - half, y - half, x + half, y + half)
-        if not bad.any():
+        if not _count(bad):
             break
         nb = int(bad.sum())
         x[bad] = rng.uniform(1.0, width - 1.0, nb)

@@ -11,6 +11,7 @@ import numpy as np
 from ecs_engine import World
 from ecs_engine.components import Collider, Position, Solid
 from ecs_engine.systems.grid import StaticGrid, box_edges, spread_limits
+from ecs_engine.systems.overlaps_few import overlaps_few
 from ecs_engine.systems.scratch import Scratch
 from ecs_engine.systems.tilegrid import TileGrid, aligned_mask
 
@@ -141,6 +142,9 @@ class LevelColliders:
     def overlaps(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
         """Boolean mask: does each box (open) overlap a static box?"""
+        few = overlaps_few(self, left, bottom, right, top)
+        if few is not None:
+            return few
         hit = self.rest.overlaps(left, bottom, right, top)
         if self.tiles is not None:
             hit |= self.tiles.overlaps(left, bottom, right, top)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ecs_engine import World
 from ecs_engine.components import Collider, Grounded, Position, Velocity
+from ecs_engine.systems import collision_few
 from ecs_engine.systems.colliders import LevelColliders, level_colliders
 from ecs_engine.systems.grid import StaticGrid
 from ecs_engine.systems.scratch import Scratch, world_scratch
@@ -61,6 +62,10 @@ def _move(grid: LevelColliders | StaticGrid, parts: Sequence[Bodies], dt: float,
     if n == 0:
         none = np.zeros(0, np.int64), np.zeros(0, np.int8)
         return (*none, *none)
+    if n <= collision_few.FEW_BODIES:
+        few = collision_few.move_few(grid, parts, dt, SKIN)
+        if few is not None:
+            return few
     f64 = np.float64
     x, y = s.get("x", n), s.get("y", n)
     hw, hh = s.get("hw", n), s.get("hh", n)

@@ -47,6 +47,9 @@ DOWN = -1.0  # Health.invulnerable of a player at 0 hp (down, out of the game)
 WON_AT = "won_at"  # resource: the tick a player first reached a goal
 # world.caches: store versions at which _handle_deaths found nothing to do
 DEATHS_CHECKED = "systems.gameplay.deaths_checked"
+# "Is any set?" on the systems' small masks: count_nonzero takes ~0.2 us where
+# ndarray.any() goes through a Python wrapper (~1 us), a dozen times a tick.
+_count = np.count_nonzero
 
 
 def input_state(world: World) -> dict[str, bool]:
@@ -91,13 +94,13 @@ def player_control(world: World, dt: float) -> None:
         if keys["jump"]:
             jumping = ground["on_ground"] & up
             vel["y"][jumping] = player["jump_speed"][jumping]
-            if jumping.any():
+            if _count(jumping):
                 emit(world, "jump", q[Position]["x"][jumping], q[Position]["y"][jumping])
         player["shoot_cooldown"] = np.maximum(player["shoot_cooldown"] - dt, 0)
         if keys["shoot"]:
             ammo = q[Ammo]
             firing = (player["shoot_cooldown"] <= 0) & (ammo["count"] > 0) & up
-            if firing.any():
+            if _count(firing):
                 player["shoot_cooldown"][firing] = SHOOT_COOLDOWN
                 ammo["count"][firing] -= 1
                 pos = q[Position]
@@ -136,7 +139,7 @@ def spawners(world: World, dt: float) -> None:
         spawner, pos = q[Spawner], q[Position]
         spawner["cooldown"] -= dt
         firing = spawner["cooldown"] <= 0
-        if not firing.any():
+        if not _count(firing):
             return  # most ticks: cooling down, nothing to fire
         spawner["cooldown"][firing] += spawner["interval"][firing]
         direction = spawner["direction"][firing].astype(np.float32)
@@ -177,7 +180,7 @@ def projectile_hits(world: World, dt: float) -> None:
         # and then Health is not written at all.
         with world.query(Health, Position, Collider, readonly=(Health, Position, Collider)) as h:
             hit_any = _hits(shots, owners, h).any(axis=1)
-        if hit_any.any():
+        if _count(hit_any):
             with world.query(Health, Position, Collider, readonly=(Position, Collider)) as h:
                 hits = _hits(shots, owners, h)
                 # One target per projectile: the first it overlaps.
@@ -215,14 +218,14 @@ def _handle_deaths(world: World) -> None:
     with world.query(Player, Health, readonly=(Player, Health)) as q:
         health = q[Health]
         # invulnerable < 0 marks a player already down, so "down" is emitted once.
-        if not ((health["hp"] <= 0) & (health["invulnerable"] >= 0)).any():
+        if not _count((health["hp"] <= 0) & (health["invulnerable"] >= 0)):
             if not len(gone):
                 remember(world, DEATHS_CHECKED, seen)
             return  # the common case: look, write nothing
     with world.query(Player, Health, Position, Velocity, readonly=(Player, Position)) as q:
         health = q[Health]
         down = (health["hp"] <= 0) & (health["invulnerable"] >= 0)
-        if down.any():
+        if _count(down):
             emit(world, "down", q[Position]["x"][down], q[Position]["y"][down])
             health["hp"][down] = 0
             health["invulnerable"][down] = DOWN
@@ -254,7 +257,7 @@ def touch_damage(world: World, dt: float) -> None:
             return
         health = p[Health]
         _, hurt, _ = _contact(world, dt, health, p[Position], p[Collider])
-        due = hurt.any() or (health["invulnerable"] > 0).any()
+        due = _count(hurt) > 0 or _count(health["invulnerable"] > 0) > 0
     if due:
         with world.query(Player, Health, Position, Collider, Velocity,
                          readonly=(Player, Position, Collider)) as p:
@@ -264,7 +267,7 @@ def touch_damage(world: World, dt: float) -> None:
             health["hp"][hurt] -= damage[hurt].astype(np.int16)
             health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
             p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
-            if hurt.any():
+            if _count(hurt):
                 emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
     _handle_deaths(world)
 
@@ -283,14 +286,14 @@ def pickups(world: World, dt: float) -> None:
             touching = overlap_matrix(box_edges(p[Position], p[Collider]),
                                       box_edges(k[Position], k[Collider]))
             got = touching.any(axis=0)
-            if not got.any():
+            if not _count(got):
                 return
             who = np.argmax(touching, axis=0)[got]
             kind, amount = k[Pickup]["kind"][got], k[Pickup]["amount"][got]
             taken = k.entities[got].copy()
             for code, name in PICKUP_EVENTS.items():
                 sel = kind == code
-                if sel.any():
+                if _count(sel):
                     emit(world, name, k[Position]["x"][got][sel], k[Position]["y"][got][sel])
         health, ammo, score = p[Health], p[Ammo], p[Score]
         for code, column, field in ((PICKUP_HEALTH, health, "hp"), (PICKUP_AMMO, ammo, "count"),
@@ -319,7 +322,7 @@ def reach_goal(world: World, dt: float) -> None:
             touching = overlap_matrix(box_edges(p[Position], p[Collider]),
                                       box_edges(g[Position], g[Collider]))
             winners = touching.any(axis=1) & (p[Health]["hp"] > 0)
-            if not winners.any():
+            if not _count(winners):
                 return
             emit(world, "goal", p[Position]["x"][winners], p[Position]["y"][winners])
     world.resources[WON_AT] = int(world.tick) + 1  # ticks run when this one ends

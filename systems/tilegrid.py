@@ -103,6 +103,12 @@ class _AxisTables:
         top = self.across + self.rows
         return np.array([[top], [top], [self.origin + self.stride - 2]], np.float64)
 
+    @cached_property
+    def face_views(self) -> tuple[memoryview, memoryview]:
+        """``starts`` and ``ends`` as memoryviews, for loops over a few boxes: indexing one
+        gives a Python float (an array's ``item`` costs about twice as much)."""
+        return self.starts.data, self.ends.data
+
     @classmethod
     def build(cls, solid: np.ndarray, origin: int, across: int) -> _AxisTables:
         rows, cols = solid.shape
@@ -281,6 +287,12 @@ class TileGrid:
     def _last_cell(self) -> np.ndarray:
         """(x, y) index of the grid's last cell, as a column."""
         return np.array([[self.width - 1], [self.height - 1]], np.int64)
+
+    @cached_property
+    def prefix_view(self) -> memoryview:
+        """The summed-area table flattened (row stride ``width + 1``) as a memoryview, for
+        loops over a few boxes: indexing one gives a Python int."""
+        return self.prefix.reshape(-1).data
 
     @cached_property
     def _flat(self) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,135 @@
+"""The per-body collision loop for a few bodies (``systems.collision_few``) against the
+vectorised move: on random levels and bodies both must write the same Position and
+Velocity bytes and report the same hit rows and sides in the same order."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ecs_engine.systems import collision_few
+from ecs_engine.systems.colliders import LevelColliders
+from ecs_engine.systems.collision import _move
+from tests.test_collision_grids import SETTINGS, cell_boxes, levels, movers
+
+POS = [("x", np.float32), ("y", np.float32)]
+SIZE = [("w", np.float32), ("h", np.float32)]
+
+
+def bodies(rng: np.random.Generator, n: int, x0: float, x1: float, y0: float,
+           y1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Position, Velocity and Collider rows around the level: some on whole and half
+    units, some inside walls, some over no grid row or more than two, some still."""
+    x, y, hw, hh, _ = movers(rng, n, x0, x1, y0, y1)
+    pos, vel, col = np.zeros(n, POS), np.zeros(n, POS), np.zeros(n, SIZE)
+    pos["x"], pos["y"] = x, y
+    col["w"], col["h"] = hw * 2, hh * 2
+    vel["x"] = rng.uniform(-70, 70, n)
+    vel["y"] = rng.uniform(-70, 70, n)
+    vel["x"][rng.random(n) < 0.15] = 0
+    vel["y"][rng.random(n) < 0.1] = 0
+    return pos, vel, col
+
+
+def both_ways(colliders: LevelColliders, parts: list, dt: float) -> list:
+    """(hits, written parts) from the vectorised move and from the loop (None when the
+    loop declined)."""
+    out = []
+    for few in (0, collision_few.FEW_BODIES):
+        copies = [(p.copy(), v.copy(), c) for p, v, c in parts]
+        with mock.patch.object(collision_few, "FEW_BODIES", few):
+            calls: list[bool] = []
+            real = collision_few.move_few
+
+            def spy(*args: object, real: object = real, calls: list = calls) -> object:
+                got = real(*args)  # type: ignore[operator]
+                calls.append(got is not None)
+                return got
+
+            with mock.patch.object(collision_few, "move_few", spy):
+                hits = _move(colliders, copies, dt, None)
+        out.append((hits, copies, calls == [True]))
+    return out
+
+
+@SETTINGS
+@given(levels(), st.integers(0, 3), st.integers(1, collision_few.FEW_BODIES),
+       st.integers(0, 5))
+def test_few_bodies_move_exactly_as_the_vectorised_move(level: tuple, n_odd: int, n: int,
+                                                         second: int) -> None:
+    solid, ox, oy, rng = level
+    h, w = solid.shape
+    l0, b0 = rng.uniform(ox - 30, ox + w + 30, n_odd), rng.uniform(oy - 30, oy + h + 30, n_odd)
+    odd = np.stack([l0, b0, l0 + rng.uniform(0.2, 3, n_odd), b0 + rng.uniform(0.2, 3, n_odd)],
+                   axis=1)
+    boxes = np.concatenate([cell_boxes(solid, ox, oy, rng), odd]).astype(np.float32)
+    colliders = LevelColliders.build(*boxes.T)
+    k = min(second, n - 1)  # a second set of rows (collide's bodies without Grounded)
+    pos, vel, col = bodies(rng, n, ox, ox + w, oy, oy + h)
+    parts = [(pos[: n - k], vel[: n - k], col[: n - k])]
+    if k:
+        parts.append((pos[n - k :], vel[n - k :], col[n - k :]))
+    dt = float(rng.choice([1 / 60, 1 / 30, 0.0125]))
+    (want, moved, vectorised), (got, looped, took_loop) = both_ways(colliders, parts, dt)
+    assert not vectorised  # FEW_BODIES = 0: never the loop
+    if not took_loop:
+        return  # declined (a body near an unaligned box): the vectorised move ran
+    for a, b in zip(want, got, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    for (p, v, _), (q, u, _) in zip(moved, looped, strict=True):
+        assert p.tobytes() == q.tobytes()
+        assert v.tobytes() == u.tobytes()
+
+
+def test_the_demo_level_takes_the_loop_and_moves_as_the_vectorised_move() -> None:
+    """The demo level's dozen bodies go through the loop (its one unaligned box is far
+    from them at the start), and 120 ticks of the demo end in the same state either
+    way."""
+    import os
+
+    os.environ.setdefault("ARCADE_HEADLESS", "1")
+    from ecs_engine.demo.game import DT, Game
+
+    hashes = []
+    for few in (collision_few.FEW_BODIES, 0):
+        game = Game("demo", history_seconds=DT, save_dir=os.devnull)
+        calls: list[bool] = []
+        real = collision_few.move_few
+
+        def spy(*args: object, real: object = real, calls: list = calls) -> object:
+            got = real(*args)  # type: ignore[operator]
+            calls.append(got is not None)
+            return got
+
+        with mock.patch.object(collision_few, "FEW_BODIES", few), \
+                mock.patch.object(collision_few, "move_few", spy):
+            for tick in range(120):
+                game.world.resources["input"] = {"right": tick % 40 < 30, "left": False,
+                                                 "jump": tick % 25 == 0,
+                                                 "shoot": tick % 10 == 0}
+                game.world.step(DT)
+        hashes.append(game.world.state_hash())
+        if few:
+            assert calls and sum(calls) >= len(calls) * 0.9  # the loop, nearly every tick
+        else:
+            assert calls == []
+    assert hashes[0] == hashes[1]
+
+
+def test_a_non_finite_body_takes_the_vectorised_move() -> None:
+    """floor() of inf or nan raises: the loop declines and the vectorised move runs."""
+    solid = np.ones((2, 6), np.bool_)
+    rng = np.random.default_rng(0)
+    colliders = LevelColliders.build(*cell_boxes(solid, 0, 0, rng).astype(np.float32).T)
+    for bad in (np.inf, -np.inf, np.nan):
+        pos, vel, col = bodies(rng, 3, 0, 6, 0, 2)
+        vel["y"][1] = bad
+        assert collision_few.move_few(colliders, [(pos, vel, col)], 1 / 60, 1e-3) is None
+        (want, moved, _), (got, looped, took_loop) = both_ways(colliders, [(pos, vel, col)],
+                                                               1 / 60)
+        assert not took_loop
+        assert moved[0][0].tobytes() == looped[0][0].tobytes()
