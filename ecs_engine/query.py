@@ -152,7 +152,8 @@ class QueryPlan:
     def _memo_key(self, world: World) -> tuple[Any, ...]:
         """What the rows depend on besides the first store's key array (see planmemo)."""
         stores = world._stores
-        return layout_key(world, self.stores, tuple(stores.get(t) for t in self.without))
+        return layout_key(world, self.stores, tuple(stores.get(t) for t in self.without)
+                          if self.without else ())
 
     def _remember(self, world: World, first: ComponentStore) -> None:
         """Note the current layouts for the fast check (the rows are theirs)."""
@@ -181,25 +182,34 @@ class QueryPlan:
         self.nested_gather = self.unstepped_gather = False
         self._prefix = None
         stores = self.store_of
-        excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
-        excluded = [s for s in excluded if s.n]
+        if self.without:
+            excluded = [s for t in self.without
+                        if (s := world._stores.get(t)) is not None and s.n]
+        else:
+            excluded = []
         first = self.stores[0]
         if len(self.types) == 1 and not excluded:
             self._set_aligned(slice(0, first.n), first)
             if not self.without:  # (an excluded store that gains rows changes the rows)
                 self._prefix = first
             return
-        if min(s.n for s in self.stores) == 0:  # nothing can match: no gather at all
+        if min(map(_ROWS, self.stores)) == 0:  # nothing can match: no gather at all
             self._set_aligned(slice(0, 0), first)
             return
-        group = world._group_for(self.types, may_create=self.may_create, stores=self.stores)
-        if group is not None and not excluded:
-            self._set_aligned(slice(0, group.size), first)
-            if not self.without:
-                self._prefix = group
-            return
-        if not excluded and self._within_group():
-            return
+        owner = first.owner
+        if all(s.owner is owner for s in self.stores):
+            # (Stores of one group, or of none: a group may own exactly these types, be
+            # made for them, or serve them from its prefix. Mixed owners rule all three
+            # out: a group owning these types owns every one of their stores.)
+            group = world._group_for(self.types, may_create=self.may_create,
+                                     stores=self.stores)
+            if group is not None and not excluded:
+                self._set_aligned(slice(0, group.size), first)
+                if not self.without:
+                    self._prefix = group
+                return
+            if not excluded and self._within_group():
+                return
 
         def skipped(store: ComponentStore) -> int:
             """Leading rows no match can be in: a group's prefix, when its members all
@@ -221,14 +231,14 @@ class QueryPlan:
         for t, store in stores.items():
             if store is driver:
                 continue  # its rows are [start, n): no lookup
-            r = store.rows_of(slots)
+            r = store.rows_of(slots)  # (intp: int32 indices are cast on every gather)
             looked_up[t] = r
             mask = r >= 0 if mask is None else mask & (r >= 0)
         for store in excluded:
-            mask = (store.rows_of(slots) < 0 if mask is None
-                    else mask & (store.rows_of(slots) < 0))
+            mask = (store.sparse[slots] < 0 if mask is None
+                    else mask & (store.sparse[slots] < 0))  # (compared only: int32)
         assert mask is not None  # (another type, or an excluded store: see above)
-        driver_type = next(t for t, s in stores.items() if s is driver)
+        driver_type = self.types[self.stores.index(driver)]
         every = _count(mask) == len(mask)  # every driver row matches (common): no selection
         rows: dict[type, slice | np.ndarray]
         if every:  # the driver's column is then a view of its rows, not a gathered copy
@@ -245,7 +255,9 @@ class QueryPlan:
             self.unstepped_gather = world._open_queries == 1 and not world.stepping
             if not self.nested_gather and self._align_in_group(world):
                 return
-        self.entities = _readonly(keys.copy() if every else keys[mask])  # not a live view
+        entities = keys.copy() if every else keys[mask]  # (not a live view)
+        entities.flags.writeable = False
+        self.entities = entities
         self.aligned = False
 
     def _within_group(self) -> bool:

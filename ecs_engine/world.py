@@ -368,11 +368,11 @@ class World:
         an int, agrees with), checked with no more than that; None (nothing done) for
         anything else: the general path checks again and raises what it finds wrong.
         (A tick's respawn of a few entities pays ~5 us here against ~13 us there.)"""
+        n = count
+        if n is not None and (type(n) is not int or not 0 < n <= SMALL_SPAWN):
+            return None
         stores = self._stores
         picked: list[ComponentStore] = []
-        n = count
-        if n is not None and type(n) is not int:
-            return None
         for comp in components:
             ctype = type(comp)
             store = stores.get(ctype)  # only component instances have a store type
