@@ -45,6 +45,7 @@ class QueryPlan:
 
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
                  "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
+                 "_prefix_keys", "_prefix_size",
                  "_layouts", "_signature", "_memo")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
@@ -81,6 +82,8 @@ class QueryPlan:
         # What alone decides the rows of an aligned plan (see _resize): its one store, or
         # the group owning exactly its types. None: a full resolve.
         self._prefix: ComponentStore | Group | None = None
+        self._prefix_keys: np.ndarray = _NO_KEYS  # its first store's keys and the size
+        self._prefix_size = -1  # its rows had when last resolved (see resolve)
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
@@ -98,6 +101,13 @@ class QueryPlan:
         and key array (aligned entities are a view of it), and the excluded stores. The
         last few layouts' rows are kept (see ``planmemo``): a restore to one of them
         resolves nothing."""
+        prefix = self._prefix
+        if prefix is not None:  # rows [0, size) of one key array: nothing else to check
+            first = self.stores[0]
+            if first.entities is self._prefix_keys and self._prefix_size == (
+                    first.n if prefix is first
+                    else first.group_size if first.owner is prefix else -1):
+                return  # (the columns and keys are views: rows that moved inside it show)
         sig = self._signature
         key: tuple[Any, ...] | None = None
         before: tuple[Any, ...] | None = None
@@ -157,6 +167,10 @@ class QueryPlan:
 
     def _remember(self, world: World, first: ComponentStore) -> None:
         """Note the current layouts for the fast check (the rows are theirs)."""
+        prefix = self._prefix
+        if prefix is not None:  # the rows are [0, this size) of the first store
+            self._prefix_keys = first.entities
+            self._prefix_size = first.n if prefix is first else first.group_size
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),
