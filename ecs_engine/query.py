@@ -494,10 +494,13 @@ class Query:
         if isinstance(original, bytes):  # a small column
             if arr.tobytes() == original:
                 return  # read, not written (one bytes compare beats numpy's)
-            if store.data_version == version and len(store.chunk_versions) == 1:
-                # Nothing wrote the store since the gather, so its unchanged rows still
-                # hold their original bytes: scattering every row writes the same values
-                # as scattering the changed ones, and the one chunk is marked either way
+            if (store.data_version == version and len(store.chunk_versions) == 1
+                    and not store.views_outstanding()):
+                # Nothing wrote the store since the gather (no tracked write moved its
+                # version, and no view, such as an enclosing block's writable column,
+                # could write it untracked), so its unchanged rows still hold their
+                # original bytes: scattering every row writes the same values as
+                # scattering the changed ones, and the one chunk is marked either way
                 # (skips a per-row compare costing ~2 us at a few dozen rows).
                 store.data[rows] = arr
                 store.touch(rows)

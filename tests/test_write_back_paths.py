@@ -87,3 +87,29 @@ def test_writes_made_meanwhile_to_rows_the_block_left_survive(meanwhile: str) ->
     assert world.get(order[0], Pos)["x"] == 100.0
     assert world.get(last, Pos)["x"] == 55.0
     assert len(both) == 8
+
+
+
+@component
+class Hp:
+    hp: np.int32 = 0
+
+
+def test_writes_through_an_open_outer_blocks_view_survive_an_inner_write_back() -> None:
+    """A writable view handed out by an enclosing block writes the store without moving
+    its version: an inner block's gathered copy of the same rows must still be written
+    back row by row, keeping what the view wrote to rows the inner block left."""
+    world = World()
+    world.group(Pos, Vel)  # (Pos, Vel) queries get views of Pos
+    world.spawn_batch(Pos(x=np.arange(6.0)), Vel(dx=1.0), Hp(), count=6)
+    world.spawn_batch(Pos(), Vel(), count=3)  # more Pos than Hp: Hp drives the gather
+    with world.query(Pos, Vel) as outer:
+        assert outer.aligned
+        view = outer[Pos]  # a live, writable view of Pos's rows
+        with world.query(Pos, Hp) as inner:  # Hp has no group: gathers Pos's rows
+            assert not inner.aligned
+            first, other = inner.entities.tolist()[:2]
+            inner[Pos]["y"][0] = 7.0  # the inner block changes its first row only
+            view["y"][outer.entities == other] = 99.0  # the view, on a row it left
+    assert world.get(first, Pos)["y"] == 7.0
+    assert world.get(other, Pos)["y"] == 99.0
