@@ -152,12 +152,17 @@ class QueryPlan:
         """Whether rows resolved with these flags still serve: a gathered query resolves
         again while it could get a group or views (one gathered outside a step only
         inside a step: nothing but a step could serve it better)."""
-        return (aligned or world._open_queries > 1
-                or len(self.types) == 1  # (gathered only by its excluded types: no group
-                # is made for one type, so resolving again gives the same rows)
-                or ((not nested_gather or (unstepped_gather and not world.stepping))
-                    and (not self.may_create or not world.auto_group
-                         or any(s.owner is not None for s in self.stores))))
+        if aligned or world._open_queries > 1 or len(self.types) == 1:
+            return True  # (one type gathered by its excluded types: no group is made
+            # for one type, so resolving again gives the same rows)
+        if nested_gather and (not unstepped_gather or world.stepping):
+            return False
+        if not self.may_create or not world.auto_group:
+            return True
+        for store in self.stores:  # (a loop: a gathered query asks on every call)
+            if store.owner is not None:
+                return True  # no group can be made over an owned store
+        return False
 
     def _memo_key(self, world: World) -> tuple[Any, ...]:
         """What the rows depend on besides the first store's key array (see planmemo)."""
