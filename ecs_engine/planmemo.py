@@ -79,7 +79,10 @@ def group_key(world: World, stores: tuple[ComponentStore, ...]) -> tuple[Any, ..
         if owner is None:
             out.append(None)
         else:
-            place = next((i for i, g in enumerate(world._groups) if g is owner), -1)
+            try:  # (list.index compares by identity here: groups define no __eq__)
+                place = world._groups.index(owner)
+            except ValueError:
+                place = -1
             out.append((owner.types, place))
     return tuple(out)
 
