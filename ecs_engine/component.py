@@ -366,9 +366,12 @@ def _converter(schema: ComponentSchema, spec: FieldSpec) -> Callable[[Any], tupl
     if spec.shape:
         return general
     kind = spec.dtype.kind
-    own = spec.dtype.type  # numpy scalars of the field's own type are already exact
+    dtype = spec.dtype
+    own = dtype.type  # numpy scalars of the field's own type are already exact
+    # A 1-d array of the field's own dtype is a batch as it is (what ``convert`` returns
+    # for it, without its lookups: a respawn of a few entities passes such slices).
     if kind == "f":
-        big = float(np.finfo(spec.dtype).max)
+        big = float(np.finfo(dtype).max)
 
         def to_float(value: Any) -> tuple[Any, int | None]:
             t = type(value)
@@ -377,24 +380,31 @@ def _converter(schema: ComponentSchema, spec: FieldSpec) -> Callable[[Any], tupl
                     return value, None
             elif t is int and INT64_MIN <= value <= UINT64_MAX and -big <= value <= big:
                 return float(value), None
+            elif t is np.ndarray and value.ndim == 1 and value.dtype == dtype:
+                return value, len(value)
             return slow(name, value)
 
         return to_float
     if kind in "iu":
-        info = np.iinfo(spec.dtype)
+        info = np.iinfo(dtype)
         lo, hi = int(info.min), int(info.max)
 
         def to_int(value: Any) -> tuple[Any, int | None]:
             t = type(value)
             if (t is int or t is own) and lo <= value <= hi:
                 return value, None
+            if t is np.ndarray and value.ndim == 1 and value.dtype == dtype:
+                return value, len(value)
             return slow(name, value)
 
         return to_int
 
     def to_bool(value: Any) -> tuple[Any, int | None]:
-        if type(value) is bool:
+        t = type(value)
+        if t is bool:
             return value, None
+        if t is np.ndarray and value.ndim == 1 and value.dtype == dtype:
+            return value, len(value)
         return slow(name, value)
 
     return to_bool

@@ -87,9 +87,13 @@ BATCH_OF = {"is_alive": "alive", "get": "get_batch", "try_get": "get_batch",
 """The vectorised counterpart of each one-key operation (named in errors)."""
 
 
+_SLOT_MASK_KEY = np.array(SLOT_MASK, np.uint64)  # (a 0-d array: ``&`` with it costs less
+_SLOT_MASK_KEY.flags.writeable = False  # than with a scalar made on every call)
+
+
 def key_slots(keys: np.ndarray) -> np.ndarray:
     """Slot indices of a uint64 key array (int64)."""
-    return (keys & np.uint64(SLOT_MASK)).view(np.int64)  # masked values fit: a view is exact
+    return (keys & _SLOT_MASK_KEY).view(np.int64)  # masked values fit: a view is exact
 
 
 def as_keys(keys: object) -> np.ndarray:

@@ -46,6 +46,7 @@ class QueryPlan:
 
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
                  "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
+                 "_prefix_keys", "_prefix_size",
                  "_layouts", "_signature", "_memo")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
@@ -82,6 +83,8 @@ class QueryPlan:
         # What alone decides the rows of an aligned plan (see _resize): its one store, or
         # the group owning exactly its types. None: a full resolve.
         self._prefix: ComponentStore | Group | None = None
+        self._prefix_keys: np.ndarray = _NO_KEYS  # its first store's keys and the size
+        self._prefix_size = -1  # its rows had when last resolved (see resolve)
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
@@ -99,6 +102,13 @@ class QueryPlan:
         and key array (aligned entities are a view of it), and the excluded stores. The
         last few layouts' rows are kept (see ``planmemo``): a restore to one of them
         resolves nothing."""
+        prefix = self._prefix
+        if prefix is not None:  # rows [0, size) of one key array: nothing else to check
+            first = self.stores[0]
+            if first.entities is self._prefix_keys and self._prefix_size == (
+                    first.n if prefix is first
+                    else first.group_size if first.owner is prefix else -1):
+                return  # (the columns and keys are views: rows that moved inside it show)
         sig = self._signature
         key: tuple[Any, ...] | None = None
         before: tuple[Any, ...] | None = None
@@ -143,20 +153,30 @@ class QueryPlan:
         """Whether rows resolved with these flags still serve: a gathered query resolves
         again while it could get a group or views (one gathered outside a step only
         inside a step: nothing but a step could serve it better)."""
-        return (aligned or world._open_queries > 1
-                or len(self.types) == 1  # (gathered only by its excluded types: no group
-                # is made for one type, so resolving again gives the same rows)
-                or ((not nested_gather or (unstepped_gather and not world.stepping))
-                    and (not self.may_create or not world.auto_group
-                         or any(s.owner is not None for s in self.stores))))
+        if aligned or world._open_queries > 1 or len(self.types) == 1:
+            return True  # (one type gathered by its excluded types: no group is made
+            # for one type, so resolving again gives the same rows)
+        if nested_gather and (not unstepped_gather or world.stepping):
+            return False
+        if not self.may_create or not world.auto_group:
+            return True
+        for store in self.stores:  # (a loop: a gathered query asks on every call)
+            if store.owner is not None:
+                return True  # no group can be made over an owned store
+        return False
 
     def _memo_key(self, world: World) -> tuple[Any, ...]:
         """What the rows depend on besides the first store's key array (see planmemo)."""
         stores = world._stores
-        return layout_key(world, self.stores, tuple(stores.get(t) for t in self.without))
+        return layout_key(world, self.stores, tuple(stores.get(t) for t in self.without)
+                          if self.without else ())
 
     def _remember(self, world: World, first: ComponentStore) -> None:
         """Note the current layouts for the fast check (the rows are theirs)."""
+        prefix = self._prefix
+        if prefix is not None:  # the rows are [0, this size) of the first store
+            self._prefix_keys = first.entities
+            self._prefix_size = first.n if prefix is first else first.group_size
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),
@@ -182,25 +202,34 @@ class QueryPlan:
         self.nested_gather = self.unstepped_gather = False
         self._prefix = None
         stores = self.store_of
-        excluded = [s for t in self.without if (s := world._stores.get(t)) is not None]
-        excluded = [s for s in excluded if s.n]
+        if self.without:
+            excluded = [s for t in self.without
+                        if (s := world._stores.get(t)) is not None and s.n]
+        else:
+            excluded = []
         first = self.stores[0]
         if len(self.types) == 1 and not excluded:
             self._set_aligned(slice(0, first.n), first)
             if not self.without:  # (an excluded store that gains rows changes the rows)
                 self._prefix = first
             return
-        if min(s.n for s in self.stores) == 0:  # nothing can match: no gather at all
+        if min(map(_ROWS, self.stores)) == 0:  # nothing can match: no gather at all
             self._set_aligned(slice(0, 0), first)
             return
-        group = world._group_for(self.types, may_create=self.may_create, stores=self.stores)
-        if group is not None and not excluded:
-            self._set_aligned(slice(0, group.size), first)
-            if not self.without:
-                self._prefix = group
-            return
-        if not excluded and self._within_group():
-            return
+        owner = first.owner
+        if all(s.owner is owner for s in self.stores):
+            # (Stores of one group, or of none: a group may own exactly these types, be
+            # made for them, or serve them from its prefix. Mixed owners rule all three
+            # out: a group owning these types owns every one of their stores.)
+            group = world._group_for(self.types, may_create=self.may_create,
+                                     stores=self.stores)
+            if group is not None and not excluded:
+                self._set_aligned(slice(0, group.size), first)
+                if not self.without:
+                    self._prefix = group
+                return
+            if not excluded and self._within_group():
+                return
 
         def skipped(store: ComponentStore) -> int:
             """Leading rows no match can be in: a group's prefix, when its members all
@@ -222,14 +251,14 @@ class QueryPlan:
         for t, store in stores.items():
             if store is driver:
                 continue  # its rows are [start, n): no lookup
-            r = store.rows_of(slots)
+            r = store.rows_of(slots)  # (intp: int32 indices are cast on every gather)
             looked_up[t] = r
             mask = r >= 0 if mask is None else mask & (r >= 0)
         for store in excluded:
-            mask = (store.rows_of(slots) < 0 if mask is None
-                    else mask & (store.rows_of(slots) < 0))
+            mask = (store.sparse[slots] < 0 if mask is None
+                    else mask & (store.sparse[slots] < 0))  # (compared only: int32)
         assert mask is not None  # (another type, or an excluded store: see above)
-        driver_type = next(t for t, s in stores.items() if s is driver)
+        driver_type = self.types[self.stores.index(driver)]
         every = _count(mask) == len(mask)  # every driver row matches (common): no selection
         rows: dict[type, slice | np.ndarray]
         if every:  # the driver's column is then a view of its rows, not a gathered copy
@@ -249,7 +278,9 @@ class QueryPlan:
         for t, gathered in rows.items():  # rows in one run: a view, not a gathered copy
             if not isinstance(gathered, slice):
                 rows[t] = _as_run(gathered)
-        self.entities = _readonly(keys.copy() if every else keys[mask])  # not a live view
+        entities = keys.copy() if every else keys[mask]  # (not a live view)
+        entities.flags.writeable = False
+        self.entities = entities
         self.aligned = False
 
     def _within_group(self) -> bool:
@@ -395,7 +426,8 @@ class Query:
         self._open = False
         self._cache: dict[type, np.ndarray] = {}
         self._writable: list[np.ndarray] = []  # columns to make read-only at block exit
-        self._gathered: dict[type, tuple[np.ndarray, np.ndarray | bytes]] | None = None
+        # gathered writable columns: (the copy, its original, the store's data version then)
+        self._gathered: dict[type, tuple[np.ndarray, np.ndarray | bytes, int]] | None = None
         self.entities: np.ndarray = _NO_KEYS
 
     @property
@@ -429,8 +461,8 @@ class Query:
             if self._gathered:
                 rows = self._plan.rows
                 store_of = self._plan.store_of
-                for ctype, (arr, original) in self._gathered.items():
-                    self._write_back(store_of[ctype], rows[ctype], arr, original)
+                for ctype, (arr, original, version) in self._gathered.items():
+                    self._write_back(store_of[ctype], rows[ctype], arr, original, version)
         finally:
             self._open = False
             if self._writable:
@@ -478,7 +510,7 @@ class Query:
 
     @staticmethod
     def _write_back(store: ComponentStore, rows: Any, arr: np.ndarray,
-                    original: np.ndarray | bytes) -> None:
+                    original: np.ndarray | bytes, version: int) -> None:
         """Scatter only the rows this block changed, so writes made meanwhile through
         ``world.get`` or an inner query survive (and unchanged chunks stay shared)."""
         if arr.nbytes == 0:
@@ -486,6 +518,17 @@ class Query:
         if isinstance(original, bytes):  # a small column
             if arr.tobytes() == original:
                 return  # read, not written (one bytes compare beats numpy's)
+            if (store.data_version == version and len(store.chunk_versions) == 1
+                    and not store.views_outstanding()):
+                # Nothing wrote the store since the gather (no tracked write moved its
+                # version, and no view, such as an enclosing block's writable column,
+                # could write it untracked), so its unchanged rows still hold their
+                # original bytes: scattering every row writes the same values as
+                # scattering the changed ones, and the one chunk is marked either way
+                # (skips a per-row compare costing ~2 us at a few dozen rows).
+                store.data[rows] = arr
+                store.touch(rows)
+                return
             original = np.frombuffer(original, arr.dtype)
         changed = _changed_rows(arr, original)
         if rows.__class__ is slice:  # a run: the block wrote the store's rows directly
@@ -543,7 +586,7 @@ class Query:
             # (one call; the exit compares bytes first anyway), others as a memcpy
             # (numpy copies structured arrays field by field).
             self._gathered[ctype] = (arr, arr.tobytes() if arr.nbytes <= _BYTES_COMPARE_MAX
-                                     else clone(arr))
+                                     else clone(arr), store.data_version)
         self._cache[ctype] = arr
         return arr
 

@@ -43,15 +43,6 @@ def move_plan(current: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.
     return np.concatenate((targets, vacated)), np.concatenate((current, displaced))
 
 
-def key_slots_view(keys: np.ndarray) -> np.ndarray:
-    """Slot indices as a strided uint32 view of the keys' low words: no pass over memory.
-
-    Only for indexing; the view aliases ``keys``."""
-    if keys.dtype == KEY_DTYPE and keys.flags.c_contiguous and keys.dtype.byteorder in "<=":
-        return keys.view(np.uint32)[::2] if np.little_endian else key_slots(keys)
-    return key_slots(keys)
-
-
 def row_word_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """One row of ``dtype`` as one plain item: an unsigned int of its size (1, 2, 4 or 8
     bytes), else a void of its size. Arrays of it copy with one memcpy."""
@@ -284,7 +275,7 @@ class ComponentStore:
         if first_slot is not None:
             self.sparse[first_slot : first_slot + k] = row_ids
         else:
-            self.sparse[key_slots_view(keys) if slots is None else slots] = row_ids
+            self.sparse[key_slots(keys) if slots is None else slots] = row_ids
         self.n += k
         self.touch_layout()
         return rows
