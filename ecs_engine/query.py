@@ -502,10 +502,17 @@ class Query:
         if message in ("assignment destination is read-only", "output array is read-only"):
             if not self.readonly:
                 return None
-            names = ", ".join(schema_of(t).name for t in self.types if t in self.readonly)
-            return ValueError(f"{message}: this query declared readonly=({names}); those "
-                              f"columns cannot be written (leave a type out of readonly= "
-                              f"to write it)")
+            declared = [schema_of(t).name for t in self.types
+                        if t in self.readonly and t is not ChildOf]
+            why = []
+            if declared:
+                why.append(f"this query declared readonly=({', '.join(declared)}); those "
+                           f"columns cannot be written (leave a type out of readonly= to "
+                           f"write it)")
+            if ChildOf in self.readonly:  # read-only whatever the query declared
+                why.append("ChildOf is read-only in every query (change a parent with "
+                           "world.set_parent)")
+            return ValueError(f"{message}: {'; '.join(why)}")
         return None
 
     @staticmethod

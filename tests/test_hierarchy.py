@@ -207,10 +207,16 @@ def test_spawn_batch_and_add_with_child_of() -> None:
 def test_queries_see_child_of_read_only() -> None:
     w = World()
     t = tree(w)
-    with w.query(ChildOf, Pos) as q:
-        assert len(q) == 4
-        with pytest.raises(ValueError, match="read-only"):
+    with pytest.raises(ValueError, match="read-only") as raised:
+        with w.query(ChildOf, Pos) as q:
+            assert len(q) == 4
             q[ChildOf]["parent"][0] = t["b"]
+    # the query declared no readonly=: the message says why, and what to do instead
+    assert "declared" not in str(raised.value)
+    assert "world.set_parent" in str(raised.value)
+    with pytest.raises(ValueError, match=r"readonly=\(HPos\).*ChildOf is read-only"):
+        with w.query(ChildOf, Pos, readonly=(Pos,)) as q:
+            q[Pos]["x"][0] = 1.0
 
 
 def test_depth_levels_order_parents_before_children() -> None:
