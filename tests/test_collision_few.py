@@ -4,6 +4,8 @@ Velocity bytes and report the same hit rows and sides in the same order."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -34,6 +36,18 @@ def bodies(rng: np.random.Generator, n: int, x0: float, x1: float, y0: float,
     return pos, vel, col
 
 
+def spying(calls: list[bool]) -> Callable[..., object]:
+    """``move_few`` that also notes whether it took each call (False: it declined)."""
+    real = collision_few.move_few
+
+    def spy(*args: Any) -> object:
+        got = real(*args)
+        calls.append(got is not None)
+        return got
+
+    return spy
+
+
 def both_ways(colliders: LevelColliders, parts: list, dt: float) -> list:
     """(hits, written parts) from the vectorised move and from the loop (None when the
     loop declined)."""
@@ -42,14 +56,7 @@ def both_ways(colliders: LevelColliders, parts: list, dt: float) -> list:
         copies = [(p.copy(), v.copy(), c) for p, v, c in parts]
         with mock.patch.object(collision_few, "FEW_BODIES", few):
             calls: list[bool] = []
-            real = collision_few.move_few
-
-            def spy(*args: object, real: object = real, calls: list = calls) -> object:
-                got = real(*args)  # type: ignore[operator]
-                calls.append(got is not None)
-                return got
-
-            with mock.patch.object(collision_few, "move_few", spy):
+            with mock.patch.object(collision_few, "move_few", spying(calls)):
                 hits = _move(colliders, copies, dt, None)
         out.append((hits, copies, calls == [True]))
     return out
@@ -98,15 +105,8 @@ def test_the_demo_level_takes_the_loop_and_moves_as_the_vectorised_move() -> Non
     for few in (collision_few.FEW_BODIES, 0):
         game = Game("demo", history_seconds=DT, save_dir=os.devnull)
         calls: list[bool] = []
-        real = collision_few.move_few
-
-        def spy(*args: object, real: object = real, calls: list = calls) -> object:
-            got = real(*args)  # type: ignore[operator]
-            calls.append(got is not None)
-            return got
-
         with mock.patch.object(collision_few, "FEW_BODIES", few), \
-                mock.patch.object(collision_few, "move_few", spy):
+                mock.patch.object(collision_few, "move_few", spying(calls)):
             for tick in range(120):
                 game.world.resources["input"] = {"right": tick % 40 < 30, "left": False,
                                                  "jump": tick % 25 == 0,

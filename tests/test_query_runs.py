@@ -58,15 +58,7 @@ def columns(world: World, types: tuple[type, ...], readonly: tuple[type, ...],
        st.lists(st.integers(0, 29), max_size=8), st.integers(0, 3))
 def test_runs_read_what_gathered_copies_read(have: list[tuple[bool, bool, bool]],
                                              gone: list[int], shape: int) -> None:
-    world = World(auto_group=False)
-    keys = []
-    for i, (a, b, c) in enumerate(have):
-        parts = ([A(v=i)] if a else []) + ([B(v=i / 3)] if b else []) + (
-            [C(v=-i)] if c else [])
-        keys.append(world.spawn(*parts) if parts else world.spawn())
-    for i in gone:
-        if i < len(keys) and world.is_alive(keys[i]):
-            world.despawn(keys[i])
+    world = world_with(have, gone)
     types, readonly, without = [((A, B), (A, B), ()), ((B, C), (B,), ()),
                                 ((A, C), (A, C), (B,)), ((C, A, B), (C, A, B), ())][shape]
     versions = [world.store(t).data_version for t in types]
