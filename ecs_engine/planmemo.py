@@ -60,8 +60,8 @@ def layout_key(world: World, stores: tuple[ComponentStore, ...],
     gone: tuple[Any, ...]
     if small:
         for s in stores:
-            layouts.append((s.entities[: s.n].tobytes(), s.group_size))
-        gone = tuple(e.entities[: e.n].tobytes() if e is not None else None
+            layouts.append((key_bytes(s), s.group_size))
+        gone = tuple(key_bytes(e) if e is not None else None
                      for e in excluded) if excluded else ()
     else:
         for s in stores:
@@ -69,6 +69,19 @@ def layout_key(world: World, stores: tuple[ComponentStore, ...],
         gone = tuple(e.layout_version if e is not None else 0
                      for e in excluded) if excluded else ()
     return small, tuple(layouts), gone, group_key(world, stores + present)
+
+
+def key_bytes(store: ComponentStore) -> bytes:
+    """``store``'s keys as bytes, made once per layout version (a version names one key
+    array): every plan over the store re-resolving after a spawn gets the same bytes
+    object, and Python keeps a bytes object's hash, so the store's keys are copied and
+    hashed once per layout, not once per plan (Position sits in most of a tick's
+    queries)."""
+    version, found = store.key_bytes
+    if version != store.layout_version:
+        found = store.entities[: store.n].tobytes()
+        store.key_bytes = (store.layout_version, found)
+    return found
 
 
 def group_key(world: World, stores: tuple[ComponentStore, ...]) -> tuple[Any, ...]:

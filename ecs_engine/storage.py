@@ -106,6 +106,8 @@ class ComponentStore:
         # the front of a store shared with static colliders).
         self.chunk_versions = np.full(-(-capacity // CHUNK_ROWS), self.data_version, np.int64)
         self.group_size = 0  # rows [0, group_size) belong to the owning group, if any
+        # (layout version, keys[:n] as bytes) for query plans' memo keys (planmemo)
+        self.key_bytes: tuple[int, bytes] = (-1, b"")
         self.owner: Group | None = None  # the Group that owns this store
         self.columns: dict[str, np.ndarray] = {}  # field name -> view of ``data`` (cached)
         self.frozen: np.ndarray = self.data  # a read-only view of ``data`` (bound below)

@@ -115,20 +115,35 @@ def player_control(world: World, dt: float) -> None:
 
 def patrol(world: World, dt: float) -> None:
     """Walk at ``speed``; turn around at walls and before ledges."""
+    # Patrol is read-only here and written below only where a walker turns: a column
+    # handed out writable over the moving-body group's rows is a view, and taking it
+    # moves the store's version, so Rollback copied Patrol again every frame while
+    # nobody turned (most ticks).
     with world.query(Patrol, Velocity, Grounded, Position, Collider,
-                     readonly=(Grounded, Position, Collider)) as q:
+                     readonly=(Patrol, Grounded, Position, Collider)) as q:
         if len(q) == 0:
             return
         walker, vel, ground, pos, col = q[Patrol], q[Velocity], q[Grounded], q[Position], \
             q[Collider]
-        turn = ground["wall"] == walker["direction"]
+        direction = walker["direction"]
+        turn = ground["wall"] == direction
         # Probe just ahead of the front foot, half a unit down: no ground means a ledge.
-        ahead_x = pos["x"] + walker["direction"] * (col["w"] * 0.5 + 0.05)
+        ahead_x = pos["x"] + direction * (col["w"] * 0.5 + 0.05)
         below_y = pos["y"] - col["h"] * 0.5 - 0.5
         ledge = ground["on_ground"] & ~solid_at(world, ahead_x, below_y)
         turn |= ledge
-        walker["direction"][turn] *= -1
-        vel["x"] = walker["speed"] * walker["direction"]
+        if _count(turn):
+            direction = np.where(turn, -direction, direction)
+            _set_directions(world, q.entities[turn], direction[turn])
+        vel["x"] = walker["speed"] * direction
+
+
+def _set_directions(world: World, keys: np.ndarray, directions: np.ndarray) -> None:
+    """Write ``Patrol.direction`` of these walkers (only their rows' chunks move)."""
+    store = world.store(Patrol)
+    rows = store.rows_of(key_slots(keys))
+    store.columns["direction"][rows] = directions
+    store.touch(rows)
 
 
 def spawners(world: World, dt: float) -> None:

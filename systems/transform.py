@@ -9,9 +9,12 @@ import numpy as np
 from ecs_engine import ChildOf, World, depth_levels
 from ecs_engine.components import LocalOffset, Position
 from ecs_engine.entity import key_slots
-from ecs_engine.systems.versioned import derived
+from ecs_engine.storage import ComponentStore
+from ecs_engine.systems.versioned import derived, recall, remember
 
 CACHE_KEY = "systems.transform.links"  # world.caches: the rows follow_parents works on
+# world.caches: who follows whom, as slots (the part of the links a Position move keeps)
+TREE_KEY = "systems.transform.tree"
 
 
 @dataclass(frozen=True)
@@ -25,29 +28,50 @@ class _Links:
     written: np.ndarray  # every child row written, for one version bump
 
 
+@dataclass(frozen=True)
+class _Tree:
+    """Per depth level, shallowest first: (child slots, parent slots, the children's
+    LocalOffset rows). It depends on LocalOffset and ChildOf only, so a spawn or despawn
+    that moves Position rows (a projectile, an effect: most layout changes in a game)
+    re-derives only the Position rows from it, not the query and depth sort behind it."""
+
+    levels: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
+
+
 def _links(world: World) -> _Links:
     positions, offsets, links = world.store(Position), world.store(LocalOffset), \
         world.store(ChildOf)
     # Parent links change only through world.set_parent, which moves ChildOf's version.
-    key = (positions.layout_version, offsets.layout_version, links.layout_version,
-           links.data_version)
-    return derived(world, CACHE_KEY, key, lambda: _find_links(world))
+    tree_key = (offsets.layout_version, links.layout_version, links.data_version)
+    key = (positions.layout_version, *tree_key)
+    found = recall(world, CACHE_KEY, key)
+    if found is None:
+        tree = derived(world, TREE_KEY, tree_key, lambda: _find_tree(world))
+        found = _place(positions, tree)
+        remember(world, CACHE_KEY, key, found)
+    return found
 
 
-def _find_links(world: World) -> _Links:
-    positions, offsets = world.store(Position), world.store(LocalOffset)
+def _find_tree(world: World) -> _Tree:
+    offsets = world.store(LocalOffset)
     with world.query(LocalOffset, ChildOf, readonly=(LocalOffset, ChildOf)) as q:
         children = q.entities.copy()
         parents = q[ChildOf]["parent"].copy()
         depths = q[ChildOf]["depth"].copy()
     offset_rows = offsets.rows_of(key_slots(children))
+    return _Tree(tuple((key_slots(children[level]), key_slots(parents[level]),
+                        offset_rows[level]) for level in depth_levels(depths)))
+
+
+def _place(positions: ComponentStore, tree: _Tree) -> _Links:
+    """The tree's Position rows now (links whose child or parent has none are left out)."""
     levels = []
-    for level in depth_levels(depths):
-        child_rows = positions.rows_of(key_slots(children[level]))
-        parent_rows = positions.rows_of(key_slots(parents[level]))
+    for child_slots, parent_slots, offset_rows in tree.levels:
+        child_rows = positions.rows_of(child_slots)
+        parent_rows = positions.rows_of(parent_slots)
         ok = (child_rows >= 0) & (parent_rows >= 0)
         if ok.any():
-            levels.append((child_rows[ok], parent_rows[ok], offset_rows[level][ok]))
+            levels.append((child_rows[ok], parent_rows[ok], offset_rows[ok]))
     written = np.concatenate([rows for rows, _, _ in levels]) if levels else np.zeros(0,
                                                                                      np.int64)
     return _Links(tuple(levels), written)

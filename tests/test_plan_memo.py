@@ -194,3 +194,26 @@ def test_a_resolve_that_makes_a_group_is_kept_under_the_layout_it_made() -> None
         assert {k: int(v) for k, v in zip(q.entities.tolist(), q[B]["v"], strict=True)} == {
             k: int(world.get(k, B)["v"]) for k in keys[1::2].tolist()}
     _check(world)
+
+
+def test_a_stores_key_bytes_are_made_once_per_layout() -> None:
+    """Memo keys share one bytes object per store layout (copied and hashed once for
+    every plan over the store), and it follows the keys through spawns, despawns and a
+    restore; the plans over it stay right."""
+    from ecs_engine.planmemo import key_bytes
+
+    w = World()
+    keys = [w.spawn(A(v=i), B(v=i)) for i in range(4)]
+    store = w.store(A)
+    first = key_bytes(store)
+    assert key_bytes(store) is first  # the same layout: no new copy
+    assert first == store.entities[: store.n].tobytes()
+    snap = w.snapshot()
+    w.despawn(keys[0])  # the last row moves into the hole
+    moved = key_bytes(store)
+    assert moved != first and moved == store.entities[: store.n].tobytes()
+    w.restore(snap)
+    assert key_bytes(store) == first
+    with w.query(A, B, readonly=(A, B)) as q:
+        assert q.entities.tolist() == [int(k) for k in keys]
+        assert q[B]["v"].tolist() == [0, 1, 2, 3]

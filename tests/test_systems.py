@@ -122,6 +122,30 @@ def test_enemy_turns_at_a_wall() -> None:
     assert world.get(enemy, Velocity)["x"] < 0
 
 
+def test_patrol_writes_patrol_only_when_a_walker_turns() -> None:
+    """Walking on moves Velocity only: Patrol's version stays (so Rollback does not copy
+    it again); the tick a walker turns moves it and flips that walker alone."""
+    world = World()
+    level(world, [(0, 0, 20, 1), (12, 1, 1, 3)])
+    prefabs = stock_prefabs()
+    walker = prefabs.instantiate(world, "enemy", x=8, y=1.5, speed=4, dir=1)
+    other = prefabs.instantiate(world, "enemy", x=3, y=1.5, speed=1, dir=1)
+    run(world, [gravity, collide], 30)  # both standing on the floor
+    patrols = world.store(Patrol)
+    before = patrols.data_version
+    run(world, [patrol, gravity, collide], 5)
+    assert patrols.data_version == before
+    assert float(world.get(walker, Velocity)["x"]) == 4
+    for _ in range(90):
+        run(world, [patrol, gravity, collide], 1)
+        if world.get(walker, Patrol)["direction"] == -1:
+            break
+    assert world.get(walker, Patrol)["direction"] == -1
+    assert patrols.data_version != before
+    assert float(world.get(walker, Velocity)["x"]) == -4  # the turn's speed, same tick
+    assert world.get(other, Patrol)["direction"] == 1
+
+
 def test_enemy_turns_before_a_ledge() -> None:
     world = World()
     level(world, [(0, 0, 10, 1)])  # the floor ends at x=10

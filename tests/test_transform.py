@@ -88,3 +88,35 @@ def test_new_offsets_parents_and_restores_are_followed() -> None:
     w.get(a, Position)["x"] = 10
     follow_parents(w, 0.0)
     assert at() == (11, 3)
+
+
+def test_a_position_only_layout_change_reuses_the_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spawn or despawn of something outside the hierarchy moves Position rows only:
+    follow_parents re-derives the Position rows from its cached tree (no query, no depth
+    sort) and still places every child right."""
+    import ecs_engine.systems.transform as transform
+
+    w = World()
+    parent = w.spawn(Position(x=1, y=1))
+    bystander = w.spawn(Position(x=7, y=7))
+    child = w.spawn(Position(), LocalOffset(x=1, y=2), ChildOf(parent=parent))
+    grandchild = w.spawn(Position(), LocalOffset(x=10, y=0), ChildOf(parent=child))
+    follow_parents(w, 0.0)
+    calls: list[World] = []
+    real = transform._find_tree
+
+    def counted(world: World) -> transform._Tree:
+        calls.append(world)
+        return real(world)
+
+    monkeypatch.setattr(transform, "_find_tree", counted)
+    w.despawn(bystander)  # the child's and grandchild's Position rows move
+    w.spawn(Position(x=3, y=3))
+    w.get(parent, Position)["x"] = 5
+    follow_parents(w, 0.0)
+    assert calls == []
+    assert (float(w.get(child, Position)["x"]), float(w.get(child, Position)["y"])) == (6, 3)
+    assert float(w.get(grandchild, Position)["x"]) == 16
+    w.set_parent(child, NULL)  # a link change: the tree is derived again
+    follow_parents(w, 0.0)
+    assert calls == [w]
