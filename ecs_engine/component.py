@@ -321,12 +321,15 @@ def _check_int_range(arr: np.ndarray, spec: FieldSpec, where: str) -> None:
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
             raise ValueError(f"{where}: {spec.dtype} field needs whole numbers, got "
                              f"{_short(arr.tolist())}")
-        lo, hi = arr.min(), arr.max()
+        lo, hi = float(arr.min()), float(arr.max())  # (a float16's own compare with
+        # 2.0**64 overflows the bound, with a warning)
         if lo < float(info.min) or hi >= float(info.max + 1):
             raise ValueError(f"{where}: value {lo if lo < float(info.min) else hi} out of "
                              f"range for {_what(spec)} {_limits(spec.dtype)}")
         return
-    lo, hi = arr.min(), arr.max()
+    # Python ints: numpy compares a bool with 2**64 - 1 (a uint64 field's max) by
+    # converting the bound to a C long, which raised OverflowError
+    lo, hi = int(arr.min()), int(arr.max())
     if lo < info.min or hi > info.max:
         raise ValueError(f"{where}: value {lo if lo < info.min else hi} out of range for "
                          f"{_what(spec)} {_limits(spec.dtype)}")

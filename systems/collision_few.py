@@ -43,6 +43,10 @@ def move_few(colliders: LevelColliders, parts: Sequence[Bodies], dt: float,
     tiles = colliders.tiles
     if tiles is None:
         return None
+    # A numpy scalar dt (np.float32(1 / 60)) would make every move below a numpy scalar,
+    # and numpy computes a Python float with a float32 in float32; the vectorised move
+    # casts dt to float64 (np.multiply(..., dtype=float64)), as float() does.
+    dt = float(dt)
     # Whole rows in one call each: (x, y), (vx, vy), (w, h) as exact Python floats.
     pos_rows, vel_rows, col_rows = [], [], []
     for pos, vel, col in parts:

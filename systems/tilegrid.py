@@ -27,6 +27,8 @@ from ecs_engine.systems.scratch import Scratch
 
 MAX_CELLS = 1 << 22  # larger levels use the general grid: tables cost 32 bytes per cell
 
+_EDGE_MAX = float(2**62)  # box edges are clamped to +-this before an int64 cast
+
 
 def aligned_mask(left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
                  top: np.ndarray) -> np.ndarray:
@@ -284,6 +286,11 @@ class TileGrid:
         return self._origin + 1
 
     @cached_property
+    def _minus_origin_next(self) -> np.ndarray:
+        """``-(_origin + 1)``."""
+        return -self._origin_next
+
+    @cached_property
     def _last_cell(self) -> np.ndarray:
         """(x, y) index of the grid's last cell, as a column."""
         return np.array([[self.width - 1], [self.height - 1]], np.int64)
@@ -308,10 +315,19 @@ class TileGrid:
         # first could round a coordinate just below a cell edge onto it.
         shape = left.shape if isinstance(left, np.ndarray) else np.shape(left)
         # (scalars and any shape in, the same shape out)
-        first = np.floor(np.array((left, bottom)).reshape(2, -1)).astype(np.int64) \
-            - self._origin
-        last = np.ceil(np.array((right, top)).reshape(2, -1)).astype(np.int64) \
-            - self._origin_next
+        # Edges beyond +-2**62 (and inf, nan) are clamped before the int64 cast, which
+        # would wrap them (a box at x = 1e19 or nan read as overlapping). The high edges
+        # go in negated (ceil(v) = -floor(-v)), so one floor and one clamp cover all four
+        # and a nan edge of either kind becomes +max there: a low edge past the grid, a
+        # high edge before it (an empty box, as open comparisons with nan are false).
+        edges = np.array((left, bottom, right, top), np.float64).reshape(4, -1)
+        np.negative(edges[2:], out=edges[2:])
+        np.floor(edges, out=edges)
+        np.fmax(np.fmin(edges, _EDGE_MAX, out=edges), -_EDGE_MAX, out=edges)  # (nan: max)
+        cells = edges.astype(np.int64)
+        first = cells[:2]
+        first -= self._origin
+        last = np.subtract(self._minus_origin_next, cells[2:])
         np.maximum(first, 0, out=first)
         np.minimum(last, self._last_cell, out=last)
         within = last >= first

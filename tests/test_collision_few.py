@@ -80,6 +80,8 @@ def test_few_bodies_move_exactly_as_the_vectorised_move(level: tuple, n_odd: int
     if k:
         parts.append((pos[n - k :], vel[n - k :], col[n - k :]))
     dt = float(rng.choice([1 / 60, 1 / 30, 0.0125]))
+    if n_odd == 3:  # a numpy float32 dt (the vectorised move computes in float64)
+        dt = np.float32(dt)  # type: ignore[assignment]
     (want, moved, vectorised), (got, looped, took_loop) = both_ways(colliders, parts, dt)
     assert not vectorised  # FEW_BODIES = 0: never the loop
     if not took_loop:
@@ -133,3 +135,21 @@ def test_a_non_finite_body_takes_the_vectorised_move() -> None:
                                                                1 / 60)
         assert not took_loop
         assert moved[0][0].tobytes() == looped[0][0].tobytes()
+
+
+def test_a_float32_dt_moves_as_the_vectorised_move() -> None:
+    """``world.step(np.float32(1 / 60))``: numpy computes a Python float with a float32
+    scalar in float32 (NEP 50), so the loop moved bodies by float32 products where the
+    vectorised move multiplies in float64 (positions a float32 ulp apart)."""
+    solid = np.ones((3, 8), np.bool_)
+    rng = np.random.default_rng(1)
+    colliders = LevelColliders.build(*cell_boxes(solid, 0, 0, rng).astype(np.float32).T)
+    for seed in range(20):
+        pos, vel, col = bodies(np.random.default_rng(seed), 6, -4, 12, -3, 6)
+        (want, moved, _), (got, looped, took_loop) = both_ways(
+            colliders, [(pos, vel, col)], np.float32(1 / 60))  # type: ignore[arg-type]
+        assert took_loop
+        for a, b in zip(want, got, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert moved[0][0].tobytes() == looped[0][0].tobytes()
+        assert moved[0][1].tobytes() == looped[0][1].tobytes()

@@ -392,3 +392,31 @@ def test_values_at_the_exact_limits_are_kept(name: str, value: object, stored: o
 def test_nan_and_infinity_stay_allowed_in_float_fields() -> None:
     assert np.isnan(Wide(single=float("nan")).single)
     assert Wide(half=float("-inf")).half == -np.inf
+
+
+def test_bools_fit_a_uint64_field_like_any_int_field() -> None:
+    """numpy compared a bool with a uint64 field's max (2**64 - 1) by converting the
+    bound to a C long: True, np.bool_(True) or a bool array raised OverflowError there
+    (an int64 field took them as 0/1). And a float16 batch for a 64-bit int field
+    warned about an overflowing cast while range-checking."""
+    import warnings
+
+    @component
+    class Link:
+        to: np.uint64 = 0
+        n: np.int64 = 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        world = World()
+        for value in (True, np.bool_(True)):
+            assert world.get(world.spawn(Link(to=value)), Link)["to"] == 1
+        keys = world.spawn_batch(Link(to=np.array([True, False])))
+        assert [world.get(int(k), Link)["to"] for k in keys] == [1, 0]
+        record = world.get(world.spawn(Link()), Link)
+        record["to"] = np.bool_(True)
+        assert record["to"] == 1
+        (key,) = world.spawn_batch(Link(n=np.array([6e4], np.float16)))
+        assert world.get(int(key), Link)["n"] == 60000
+        with pytest.raises(ValueError, match="whole numbers"):
+            Link(to=np.array([0.5], np.float16))

@@ -62,3 +62,25 @@ def test_a_non_finite_box_takes_the_vectorised_test() -> None:
         with mock.patch.object(overlaps_few, "FEW_BOXES", -1):
             want = colliders.overlaps(*query)
         np.testing.assert_array_equal(colliders.overlaps(*query), want)
+
+
+def test_far_and_non_finite_boxes_overlap_nothing_either_way() -> None:
+    """Edges past the int64 range: the vectorised test cast floor(1e19), inf and nan to
+    int64, which wraps, and read such boxes as overlapping the level (so the answer for
+    a box at x = 1e19 depended on whether 16 or 17 boxes were asked about). Edges are
+    clamped first now: the loop and the vectorised test both say no, and an infinite
+    box still overlaps."""
+    solid = np.ones((3, 4), np.bool_)
+    colliders = LevelColliders.build(
+        *cell_boxes(solid, 0, 0, np.random.default_rng(0)).astype(np.float32).T)
+    for far in (1e19, -1e19, 1e25, 9.3e18, np.inf, -np.inf, np.nan):
+        for dtype in (np.float32, np.float64):
+            for n in (2, overlaps_few.FEW_BOXES + 1):  # the loop, then the vectorised test
+                query = [np.full(n, v, dtype) for v in (far, 1.0, far + 0.5, 1.5)]
+                query[0][0], query[2][0] = 1.0, 1.5  # and one box inside the level
+                got = colliders.overlaps(*query)
+                assert got.tolist() == [True] + [False] * (n - 1), (far, dtype, n)
+    everything = [np.array([v], np.float64) for v in (-np.inf, -np.inf, np.inf, np.inf)]
+    assert colliders.overlaps(*everything).tolist() == [True]
+    assert colliders.tiles is not None
+    assert colliders.tiles.overlaps(*everything).tolist() == [True]

@@ -1,7 +1,8 @@
 """Random programs mixing every path that re-resolves or reuses query rows (plan memo,
 prefix resizes, gathers made outside a step, small and big spawns and despawns, stores
 crossing the memo's 1024-row content limit, hierarchy cascades, snapshot restores,
-save/load, Rollback restores, nested queries in a step), checked after every operation
+save/load, Rollback restores, nested queries in a step, an outer block's run view or
+gathered copy around an inner block writing the same store), checked after every operation
 against a plain-Python model: a stale plan shows up as wrong keys or values."""
 
 from __future__ import annotations
@@ -92,6 +93,25 @@ def run(seed: int, ops: int, tmp: Path) -> None:
                 inner[B]["v"] += 2
                 for k in inner.entities.tolist():
                     model[k][B] += 2
+        # An outer block over C (a gathered copy, or a run view of the store when its
+        # rows are one run) around an inner block over other rows of the same store:
+        # the outer writes before and after the inner one, then a record writes a row
+        # neither block wrote. (Whole-column write-backs and run views must keep every
+        # write and move the versions snapshots share by.)
+        with w.query(B, C) as q:
+            keys = q.entities.tolist()
+            q[C]["v"][0::2] += 3
+            with w.query(C, without=(B,)) as inner:
+                inner[C]["v"] += 5
+                mine = inner.entities.tolist()
+            q[C]["v"][1::2] += 7
+            for i, k in enumerate(keys):
+                model[k][C] += 3 if i % 2 == 0 else 7
+            for k in mine:
+                model[k][C] += 5
+            if mine:
+                w.get(mine[0], C).v = 1000 + w.tick
+                model[mine[0]][C] = 1000 + w.tick
         with w.query(P, A, readonly=(A,)) as q:
             q.unstructured(P)[:, 0] += 1.0
             for k in q.entities.tolist():

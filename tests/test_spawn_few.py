@@ -4,14 +4,17 @@ and hand everything it does not cover (errors included) to that path untouched."
 
 from __future__ import annotations
 
+import random
+import warnings
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
 
 import ecs_engine.world as world_module
-from ecs_engine import World, component
-from ecs_engine.component import component_values
+from ecs_engine import World, component, field
+from ecs_engine.component import component_values, schema_of
 from ecs_engine.hierarchy import ChildOf
 
 
@@ -116,3 +119,109 @@ def test_batched_fields_of_their_own_dtype_are_kept_as_given() -> None:
     with pytest.raises(ValueError, match="does not fit"):
         Pos(x=np.zeros((2, 2)))  # 2-d for a one-value field
     assert component_values(Pos(x=np.float64(2.5)))[2] is None  # a 0-d value: no batch
+
+
+@component
+class SmallInts:
+    v: np.int8 = 0
+    u: np.uint16 = 0
+
+
+@component
+class Floats:
+    x: np.float32 = 0.0
+    y: np.float64 = 0.0
+
+
+@component
+class Flag:
+    b: np.bool_ = False
+
+
+@component
+class Ref:
+    e: np.uint64 = 0
+
+
+@component
+class Slots:
+    a: np.ndarray = field(np.int32, shape=3)
+    c: np.int32 = 0
+
+
+_MIXED = (SmallInts, Floats, Flag, Ref, Slots, Tag)
+# scalars in and out of range, floats for ints, nan, numpy scalars, and batches: arrays of
+# the field's own dtype (the converters' fast path), of other dtypes, and lists
+_VALUES: tuple[Any, ...] = (
+    0, 1, -1, 127, 128, -129, 255, 65535, 65536, 2**63, -2**63, 2**64, 1.5, 2.0,
+    float("nan"), float("inf"), -0.0, True, False, 1e39, np.int8(5), np.uint16(7),
+    np.float32(1.5), np.float64(2.5), np.int64(300), np.bool_(True),
+    "own", np.int64, np.float64, np.bool_, "nan", "list")
+
+
+def _random_component(rnd: random.Random, ctype: type, n: int) -> Any:
+    values: dict[str, Any] = {}
+    for spec in schema_of(ctype).fields:
+        if rnd.random() < 0.4:
+            continue
+        value = rnd.choice(_VALUES)
+        if isinstance(value, str) or isinstance(value, type):
+            rows = n if rnd.random() < 0.9 else n + 1  # (sometimes a length mismatch)
+            base = [rnd.choice([0, 1, 2, 100, -3, 1e20, 0.5]) for _ in range(rows)]
+            if value == "nan":
+                base[0], value = float("nan"), np.float64
+            if value == "list":
+                value = base
+            else:
+                with np.errstate(all="ignore"):
+                    value = np.array(base).astype(spec.dtype if value == "own" else value)
+                if spec.shape and rnd.random() < 0.5:
+                    value = np.repeat(value[:, None], 3, axis=1)
+        values[spec.name] = value
+    return ctype(**values)
+
+
+def _mixed_program(seed: int) -> list[Any]:
+    """Random few-entity spawn_batch calls (conversions that pass and fail, count= that
+    agrees or not, groups): each call's keys or its error, whether a failed call left the
+    state unchanged, and the final state hash."""
+    rnd = random.Random(seed)
+    world = World(seed=1, auto_group=False)
+    world.register(*_MIXED)
+    if rnd.random() < 0.5:
+        world.group(SmallInts, Floats)
+    if rnd.random() < 0.3:
+        world.group(Flag, Tag)
+    world.spawn_batch(SmallInts(v=1), Floats(), count=3)
+    out: list[Any] = []
+    for _ in range(8):
+        n = rnd.randint(1, 5)
+        types = [t for t in _MIXED if rnd.random() < 0.5]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                comps = [_random_component(rnd, t, n) for t in types]
+        except (ValueError, TypeError) as exc:
+            out.append(("refused by the constructor", type(exc).__name__))
+            continue
+        count = rnd.choice([None, n, n + 1, 0, -1, 2.0, np.int64(n)])
+        before = world.state_hash()
+        try:
+            keys = world.spawn_batch(*comps, count=count)  # type: ignore[arg-type]
+        except (ValueError, TypeError) as exc:
+            out.append((type(exc).__name__, str(exc), world.state_hash() == before))
+        else:
+            out.append(keys.tolist())
+    out.append(world.state_hash())
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_few_spawns_of_mixed_values_match_the_batch_path(seed: int) -> None:
+    """Keys, errors (and a world unchanged by each) and the final state equal the batch
+    path's (SMALL_SPAWN = 0: neither the few-spawn path nor the row-by-row spawn)."""
+    few = _mixed_program(seed)
+    with mock.patch.object(world_module, "SMALL_SPAWN", 0):
+        general = _mixed_program(seed)
+    assert few == general
+    assert all(entry[2] for entry in few if isinstance(entry, tuple) and len(entry) == 3)
