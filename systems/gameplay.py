@@ -134,16 +134,8 @@ def patrol(world: World, dt: float) -> None:
         turn |= ledge
         if _count(turn):
             direction = np.where(turn, -direction, direction)
-            _set_directions(world, q.entities[turn], direction[turn])
+            world.set_batch(q.entities[turn], Patrol, {"direction": direction[turn]})
         vel["x"] = walker["speed"] * direction
-
-
-def _set_directions(world: World, keys: np.ndarray, directions: np.ndarray) -> None:
-    """Write ``Patrol.direction`` of these walkers (only their rows' chunks move)."""
-    store = world.store(Patrol)
-    rows = store.rows_of(key_slots(keys))
-    store.columns["direction"][rows] = directions
-    store.touch(rows)
 
 
 def spawners(world: World, dt: float) -> None:
