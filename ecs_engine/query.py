@@ -528,8 +528,9 @@ class Query:
             if (store.data_version == version and len(store.chunk_versions) == 1
                     and not store.views_outstanding()):
                 # Nothing wrote the store since the gather (no tracked write moved its
-                # version, and no view, such as an enclosing block's writable column,
-                # could write it untracked), so its unchanged rows still hold their
+                # version, and no view, such as an enclosing block's writable column or
+                # one kept past its block, lived then or lives now to write it untracked;
+                # see __getitem__), so its unchanged rows still hold their
                 # original bytes: scattering every row writes the same values as
                 # scattering the changed ones, and the one chunk is marked either way
                 # (skips a per-row compare costing ~2 us at a few dozen rows).
@@ -592,8 +593,11 @@ class Query:
             # The original, to find the rows the block changes: small columns as bytes
             # (one call; the exit compares bytes first anyway), others as a memcpy
             # (numpy copies structured arrays field by field).
+            # The store's version then: -1 (never the store's) while views of it live,
+            # which may write untracked during the block and die before its end.
+            version = -1 if store.views_outstanding() else store.data_version
             self._gathered[ctype] = (arr, arr.tobytes() if arr.nbytes <= _BYTES_COMPARE_MAX
-                                     else clone(arr), store.data_version)
+                                     else clone(arr), version)
         self._cache[ctype] = arr
         return arr
 

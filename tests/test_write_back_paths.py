@@ -113,3 +113,26 @@ def test_writes_through_an_open_outer_blocks_view_survive_an_inner_write_back() 
             view["y"][outer.entities == other] = 99.0  # the view, on a row it left
     assert world.get(first, Pos)["y"] == 7.0
     assert world.get(other, Pos)["y"] == 99.0
+
+
+def test_a_view_kept_past_its_block_and_dropped_inside_a_later_one_keeps_its_write() -> None:
+    """A field view kept past its block (misuse the snapshots tolerate) writes the store
+    untracked; if it writes inside a later block that gathers the same rows and is dropped
+    before that block ends, the block must still scatter only what it changed."""
+    world = World()
+    world.group(Pos, Vel)
+    for i in range(6):  # Hp's entities on every other Pos row: a gather, not a run
+        world.spawn(Pos(x=float(i)), Vel(dx=1.0), Hp())
+        world.spawn(Pos(), Vel())
+    with world.query(Pos, Vel) as outer:
+        kept = outer[Pos]["y"]  # escapes the block, still writable
+        keys = outer.entities.tolist()
+    with world.query(Pos, Hp) as q:
+        assert not q.aligned
+        assert q[Pos].base is None or q[Pos].base is not world.store(Pos).data  # a copy
+        first, other = q.entities.tolist()[:2]
+        q[Pos]["y"][0] = 7.0  # the block changes its first row only
+        kept[keys.index(other)] = 99.0  # the escaped view, on a row the block left
+        del kept
+    assert world.get(first, Pos)["y"] == 7.0
+    assert world.get(other, Pos)["y"] == 99.0
