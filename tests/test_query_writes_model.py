@@ -18,32 +18,10 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from ecs_engine import Snapshot, World, component
+from ecs_engine import Snapshot, World
 from ecs_engine import query as query_module
+from tests.test_query_paths_model import TYPES, A, B, C, P, _value  # the same components
 
-
-@component
-class A:
-    v: np.int64 = 0
-
-
-@component
-class B:
-    v: np.int64 = 0
-
-
-@component
-class C:
-    v: np.int64 = 0
-
-
-@component
-class P:  # one field dtype: q.unstructured(P)
-    x: np.float64 = 0.0
-    y: np.float64 = 0.0
-
-
-TYPES: tuple[type, ...] = (A, B, C, P)
 Model = dict[int, dict[type, float]]
 SHAPES: list[tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]] = [
     ((A, B), (), ()), ((B, A), (), ()), ((A, C), (), ()), ((A, B, C), (), ()),
@@ -53,10 +31,6 @@ SHAPES: list[tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]] = [
 
 def _field(t: type) -> str:
     return "x" if t is P else "v"
-
-
-def _value(t: type, v: int) -> Any:
-    return P(x=float(v)) if t is P else t(v=v)
 
 
 def _state(world: World) -> Model:
