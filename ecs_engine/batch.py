@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ecs_engine.component import ComponentBase, ComponentSchema, component_values, schema_of
-from ecs_engine.entity import KEY_DTYPE, as_keys, first_repeat, format_key, key_slots
+from ecs_engine.entity import KEY_DTYPE, as_keys, format_key, key_slots, reject_repeats
 from ecs_engine.storage import PARENT_LINK
 
 if TYPE_CHECKING:
@@ -128,9 +128,7 @@ def set_batch(world: World, keys: Any, ctype: type, values: Any) -> None:
     immediate (like ``world.get(e, T)["x"] = ...``) and counts as a change for snapshots.
     """
     arr = _keys(world, keys, "set_batch")
-    if len(np.unique(arr)) != len(arr):
-        raise ValueError(f"set_batch: the same entity key appears more than once "
-                         f"({first_repeat(arr)})")
+    reject_repeats(arr, "set_batch")
     schema = schema_of(ctype)
     if schema.name == PARENT_LINK:
         raise TypeError("set_batch: ChildOf is written with world.set_parent, which checks "

@@ -48,15 +48,20 @@ def format_key(key: KeyLike) -> str:
 key_str = format_key  # the engine's internal spelling
 
 
-def first_repeat(keys: np.ndarray) -> str:
-    """For error messages: the first key that occurs twice in ``keys`` and where, e.g.
-    ``Entity(slot=3, gen=1) at indexes 0 and 4`` (empty if none repeats)."""
+def reject_repeats(keys: np.ndarray, op: str) -> None:
+    """``ValueError`` if a key occurs twice in ``keys``, naming the first and where, e.g.
+    ``Entity(slot=3, gen=1) at indexes 0 and 4``."""
+    if len(keys) < 2:
+        return
+    ordered = np.sort(keys)  # (a sort and one compare cost less than np.unique)
+    if not np.count_nonzero(ordered[1:] == ordered[:-1]):
+        return
     seen: dict[int, int] = {}
     for i, key in enumerate(keys.tolist()):
         if key in seen:
-            return f"{format_key(key)} at indexes {seen[key]} and {i}"
+            raise ValueError(f"{op}: the same entity key appears more than once "
+                             f"({format_key(key)} at indexes {seen[key]} and {i})")
         seen[key] = i
-    return ""
 
 
 def as_key(value: object, op: str) -> int:

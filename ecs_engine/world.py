@@ -26,10 +26,10 @@ from ecs_engine.entity import (
     KeyLike,
     as_key,
     as_keys,
-    first_repeat,
     key_slot,
     key_slots,
     key_str,
+    reject_repeats,
 )
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
@@ -207,11 +207,7 @@ class World:
                    else self._slots.why_dead(first))
             raise KeyError(f"{op}: {len(bad)} of {len(arr)} keys are not alive; first at "
                            f"index {bad[0]}: {why}")
-        if len(arr) > 1:
-            ordered = np.sort(arr)  # (a sort and one compare cost less than np.unique)
-            if np.count_nonzero(ordered[1:] == ordered[:-1]):
-                raise ValueError(f"{op}: the same entity key appears more than once "
-                                 f"({first_repeat(arr)})")
+        reject_repeats(arr, op)
         return arr
 
     def _few_live_keys(self, keys: Any) -> list[int] | None:
