@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,7 @@ class QueryPlan:
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
                  "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
                  "_prefix_keys", "_prefix_size",
-                 "_layouts", "_signature", "_memo")
+                 "_layouts", "_signature", "_memo", "idle")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
                  readonly: Iterable[type] = ()) -> None:
@@ -88,6 +89,7 @@ class QueryPlan:
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
+        self.idle: Query | None = None  # the last Query handed out (World.query reuses it)
 
     def _excluded(self, world: World) -> tuple[int, ...]:
         stores = world._stores
@@ -101,14 +103,8 @@ class QueryPlan:
         a version back together with its layout), the first store's group (prefix size)
         and key array (aligned entities are a view of it), and the excluded stores. The
         last few layouts' rows are kept (see ``planmemo``): a restore to one of them
-        resolves nothing."""
-        prefix = self._prefix
-        if prefix is not None:  # rows [0, size) of one key array: nothing else to check
-            first = self.stores[0]
-            if first.entities is self._prefix_keys and self._prefix_size == (
-                    first.n if prefix is first
-                    else first.group_size if first.owner is prefix else -1):
-                return  # (the columns and keys are views: rows that moved inside it show)
+        resolves nothing. (``Query.__enter__`` first checks whether a prefix plan's rows
+        still hold, the common case, without calling this.)"""
         sig = self._signature
         key: tuple[Any, ...] | None = None
         before: tuple[Any, ...] | None = None
@@ -402,6 +398,16 @@ def _follow_group_order(store: ComponentStore, lead: ComponentStore, size: int,
     return int(np.count_nonzero(present[:first]))
 
 
+def _idle_refs() -> int:
+    """What ``sys.getrefcount(query)`` reports in ``World.query`` for a plan's last query
+    that nothing else references (the plan's slot and the local name; measured, since
+    interpreters count the call's own references differently)."""
+    probe = QueryPlan.__new__(QueryPlan)
+    probe.idle = Query.__new__(Query)
+    query = probe.idle
+    return sys.getrefcount(query)
+
+
 class Query:
     """Rows of every entity that has all ``types`` and none of ``without``.
 
@@ -446,8 +452,17 @@ class Query:
         world = self._world
         world._open_queries += 1
         self._open = True
+        plan = self._plan
+        prefix = plan._prefix
+        if prefix is not None:  # rows [0, size) of one key array: nothing else to check
+            first = plan.stores[0]
+            if first.entities is plan._prefix_keys and plan._prefix_size == (
+                    first.n if prefix is first
+                    else first.group_size if first.owner is prefix else -1):
+                # (the columns and keys are views: rows that moved inside it show)
+                self.entities = plan.entities
+                return self
         try:
-            plan = self._plan
             plan.resolve(world)
             self.entities = plan.entities
         except BaseException:
@@ -457,6 +472,18 @@ class Query:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if self._writable or self._cache or exc is not None:
+            self._close(exc)
+            return
+        self._open = False  # a block that took no column (a look at entities or len)
+        world = self._world
+        world._open_queries -= 1
+        if not world._open_queries and world._deferred:
+            world._flush()
+
+    def _close(self, exc: BaseException | None) -> None:
+        """``__exit__`` of a block that took columns or raised: write back, freeze the
+        columns, and restate numpy's errors in the query's terms."""
         try:
             if self._gathered:
                 rows = self._plan.rows
@@ -646,6 +673,9 @@ class Query:
         """True when the columns are views into the stores (no gather/scatter)."""
         self._check_open()
         return self._plan.aligned
+
+
+IDLE_REFS = _idle_refs()
 
 
 def _changed_rows(arr: np.ndarray, original: np.ndarray) -> np.ndarray:

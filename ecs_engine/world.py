@@ -10,6 +10,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from sys import getrefcount
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from ecs_engine.entity import (
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.memcopy import BufferPool
-from ecs_engine.query import Query, QueryPlan
+from ecs_engine.query import IDLE_REFS, Query, QueryPlan
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import (
@@ -834,24 +835,26 @@ class World:
 
         The arguments are checked once per distinct call shape; the resolved rows are
         reused until a structural change moves rows of a store involved."""
-        if not without and not readonly:
-            plan = self._plans.get(types)  # the common call shape: its own short key
-            if plan is not None:
-                return Query(self, plan)
-            key: Any = types
-        else:
-            key = (types, without, readonly)
+        # (the common call shape, types alone, has its own short key)
+        key: Any = (types, without, readonly) if without or readonly else types
         try:
             plan = self._plans.get(key)
         except TypeError:  # lists or other unhashable iterables: normalise
             key = (types, tuple(without), tuple(readonly))
             without, readonly = key[1], key[2]
             plan = self._plans.get(key)
-        if plan is None:
+        if plan is not None:
+            query = plan.idle
+            if query is not None and getrefcount(query) == IDLE_REFS:
+                # Nothing but the plan holds its last query (no block has it open, no
+                # caller kept it): hand it out again instead of building one.
+                return query
+        else:
             plan = QueryPlan(self, types, without, readonly)
             if len(self._plans) < MAX_QUERY_PLANS:
                 self._plans[key] = plan
-        return Query(self, plan)
+        query = plan.idle = Query(self, plan)
+        return query
 
     def group(self, *types: type) -> Group:
         """Create an owning group so queries over exactly these types get aligned views."""

@@ -1,0 +1,131 @@
+"""``world.query(...)`` hands out the plan's last Query again when nothing else holds it
+(no open block, no name kept by a caller), instead of building one per call. A query
+someone holds is never handed out twice: these tests fail if it were, or if nothing
+were reused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ecs_engine import World, component
+from ecs_engine.query import Query
+
+
+@component
+class A:
+    v: np.int64 = 0
+
+
+@component
+class B:
+    v: np.int64 = 0
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ids of every Query built from here on (ids: a reference would keep it busy)."""
+    made: list[int] = []
+    init = Query.__init__
+
+    def counting(self: Query, *args: Any, **kwargs: Any) -> None:
+        made.append(id(self))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Query, "__init__", counting)
+    return made
+
+
+def _world() -> World:
+    world = World()
+    for i in range(4):
+        world.spawn(A(v=i), B(v=10 * i))
+    return world
+
+
+def test_a_system_run_each_tick_builds_its_query_once(built: list[int]) -> None:
+    world = _world()
+
+    def system() -> None:
+        with world.query(A, B, readonly=(B,)) as q:
+            q[A]["v"] += q[B]["v"]
+
+    for _ in range(5):
+        system()
+    assert len(built) == 1
+    with world.query(A, readonly=(A,)) as q:
+        assert q[A]["v"].tolist() == [0, 51, 102, 153]
+
+
+def test_a_kept_query_is_not_handed_out_again(built: list[int]) -> None:
+    world = _world()
+    kept = world.query(A, B)
+    other = world.query(A, B)
+    assert other is not kept and len(built) == 2
+    with kept as k, other as o:  # both usable, each its own block
+        k[A]["v"] += 1
+        assert o[A]["v"].tolist() == [1, 2, 3, 4]  # an aligned view: the write shows
+    with kept as k:
+        assert k[A]["v"].tolist() == [1, 2, 3, 4]
+
+
+def test_a_nested_block_of_the_same_shape_gets_its_own_query(built: list[int]) -> None:
+    world = _world()
+    with world.query(A, B) as outer:
+        with world.query(A, B) as inner:
+            assert inner is not outer
+            inner[A]["v"] += 1
+        # the outer block is still open, its column cache its own
+        outer[A]["v"] += 10
+        assert outer[A]["v"].tolist() == [11, 12, 13, 14]
+    assert len(built) == 2
+    del inner, outer
+    with world.query(A, B) as again:  # both idle now: the plan's last one comes back
+        assert id(again) in built
+    assert len(built) == 2
+
+
+def test_a_reused_query_starts_closed_and_empty(built: list[int]) -> None:
+    world = _world()
+    with world.query(A) as q:
+        column = q[A]
+    with pytest.raises(RuntimeError, match="with-block"):
+        q[A]
+    del q
+    with pytest.raises(ValueError, match="read-only"):
+        column["v"][0] = 5  # the last block's column stays frozen
+    with world.query(A) as q:
+        fresh = q[A]
+        assert fresh is not column and fresh.flags.writeable
+        fresh["v"][0] = 7
+    assert len(built) == 1
+    assert world.get(_first(world), A)["v"] == 7
+
+
+def _first(world: World) -> int:
+    with world.query(A, readonly=(A,)) as q:
+        return int(q.entities[0])
+
+
+def test_a_block_that_raised_leaves_its_query_reusable(built: list[int]) -> None:
+    world = _world()
+    with pytest.raises(KeyError, match="not part of this query"), world.query(A) as q:
+        q[B]
+    del q
+    assert not world._open_queries
+    with world.query(A) as q:
+        assert len(q) == 4
+    assert len(built) == 1
+
+
+def test_deferred_changes_flush_when_a_columnless_block_closes() -> None:
+    """The exit of a block that took no column (its short path) still applies the
+    block's deferred spawns."""
+    world = _world()
+    with world.query(A) as q:
+        world.spawn(A(v=99))
+        assert len(q) == 4
+    with world.query(A) as q:
+        assert len(q) == 5
