@@ -30,6 +30,7 @@ class Group:
         self.size = 0
         for store in stores:
             store.owner = self
+            store.clock.stamp += 1
         if adopt_size is not None:
             self._set_size(adopt_size)
             return
@@ -41,6 +42,7 @@ class Group:
         self.size = size
         for store in self.stores:
             store.group_size = size
+            store.clock.stamp += 1
 
     def enter(self, keys: np.ndarray) -> None:
         """Bring in those of ``keys`` (distinct) that now have every component."""
@@ -115,4 +117,5 @@ class Group:
         for store in self.stores:
             store.owner = None
             store.group_size = 0
+            store.clock.stamp += 1
         self.size = 0

@@ -48,7 +48,7 @@ class QueryPlan:
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
                  "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
                  "_prefix_keys", "_prefix_size",
-                 "_layouts", "_signature", "_memo", "idle")
+                 "_layouts", "_signature", "_memo", "idle", "_clock", "_stamp")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
                  readonly: Iterable[type] = ()) -> None:
@@ -90,6 +90,10 @@ class QueryPlan:
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
         self.idle: Query | None = None  # the last Query handed out (World.query reuses it)
+        # The world's structural-change count when the rows were last checked (resolve):
+        # while it stands, nothing the rows depend on moved.
+        self._clock = world._layout_clock
+        self._stamp = -1
 
     def _excluded(self, world: World) -> tuple[int, ...]:
         stores = world._stores
@@ -109,6 +113,10 @@ class QueryPlan:
         key: tuple[Any, ...] | None = None
         before: tuple[Any, ...] | None = None
         if sig is not None:
+            if self._stamp == self._clock.stamp and (
+                    self.aligned or self._reusable(world, False, self.nested_gather,
+                                                   self.unstepped_gather)):
+                return  # no store of the world moved rows since the last check
             first = self.stores[0]
             if (first.layout_version == sig[4] and first.entities is sig[2]
                     and first.group_size == sig[0] and first.owner is sig[1]
@@ -118,6 +126,7 @@ class QueryPlan:
                     and (self.aligned  # (the common case, without a call)
                          or self._reusable(world, False, self.nested_gather,
                                            self.unstepped_gather))):
+                self._stamp = self._clock.stamp
                 return  # (a gathered query re-resolves while it could get a group or views)
             if self._resize(first):
                 self._remember(world, first)
@@ -174,6 +183,7 @@ class QueryPlan:
             self._prefix_keys = first.entities
             self._prefix_size = first.n if prefix is first else first.group_size
         self._layouts = tuple(map(_LAYOUT, self.stores))
+        self._stamp = self._clock.stamp
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),
                            first.layout_version)
@@ -453,6 +463,9 @@ class Query:
         world._open_queries += 1
         self._open = True
         plan = self._plan
+        if plan._stamp == plan._clock.stamp and plan.aligned:
+            self.entities = plan.entities  # no store moved rows since the last check
+            return self
         prefix = plan._prefix
         if prefix is not None:  # rows [0, size) of one key array: nothing else to check
             first = plan.stores[0]

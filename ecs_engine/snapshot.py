@@ -781,6 +781,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
             store.entities[: s.n] = s.entities
             store.n = s.n
             store.layout_version = s.layout_version
+            store.clock.stamp += 1
         viewed = store.views_outstanding()
         if viewed:
             store.touch()  # a kept view may have written: copy every chunk back

@@ -82,6 +82,18 @@ def _attribute_refs() -> int:
 _UNSHARED_REFS = _attribute_refs()
 
 
+class LayoutClock:
+    """Counts structural changes across a world's stores: any store's rows moving, added
+    or removed (a new key array only comes with those), or its group (owner, size)
+    changing. Query plans note the count when they resolve; while it stands, no plan's
+    rows can have changed, which one comparison tells (without looking at each store)."""
+
+    __slots__ = ("stamp",)
+
+    def __init__(self) -> None:
+        self.stamp = 0
+
+
 class ComponentStore:
     """Dense rows ``data[:n]`` and ``entities[:n]``; ``sparse[slot]`` is the row or -1.
 
@@ -92,8 +104,10 @@ class ComponentStore:
     """
 
     def __init__(self, schema: ComponentSchema, slot_capacity: int,
-                 versions: Iterator[int] | None = None, capacity: int = 16) -> None:
+                 versions: Iterator[int] | None = None, capacity: int = 16,
+                 clock: LayoutClock | None = None) -> None:
         self.schema = schema
+        self.clock = clock if clock is not None else LayoutClock()
         self.data: np.ndarray = np.zeros(capacity, schema.dtype)
         self.entities = np.zeros(capacity, KEY_DTYPE)
         self.sparse = np.full(slot_capacity, -1, np.int32)
@@ -224,6 +238,7 @@ class ComponentStore:
     def touch_layout(self) -> None:
         """Rows were added, removed or moved (values move with them)."""
         self.layout_version = next(self._versions)
+        self.clock.stamp += 1
         self.touch()
 
     def _touch_layout_rows(self, row: int, other: int) -> None:
@@ -231,6 +246,7 @@ class ComponentStore:
         version = next(self._versions)
         self.layout_version = version
         self.data_version = version
+        self.clock.stamp += 1
         marks = self.chunk_marks
         marks[row // CHUNK_ROWS] = version
         marks[other // CHUNK_ROWS] = version
@@ -317,6 +333,7 @@ class ComponentStore:
         self.entities[dst] = self.entities[src]
         self.sparse[key_slots(self.entities[dst])] = dst.astype(np.int32)
         self.layout_version = next(self._versions)
+        self.clock.stamp += 1
         self.touch(dst)
 
     def _move_one(self, dst: int, src: int) -> None:

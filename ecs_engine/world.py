@@ -46,7 +46,7 @@ from ecs_engine.snapshot import (
     take_snapshot,
 )
 from ecs_engine.statehash import state_hash
-from ecs_engine.storage import ComponentStore
+from ecs_engine.storage import ComponentStore, LayoutClock
 
 if TYPE_CHECKING:
     from ecs_engine.prefab import PrefabRegistry
@@ -81,6 +81,7 @@ class World:
 
     def __init__(self, *, seed: int | None = None, auto_group: bool = True) -> None:
         self._versions = itertools.count(1)  # one counter: a version names one state
+        self._layout_clock = LayoutClock()  # structural changes of any store (query plans)
         self._slots = SlotMap(versions=self._versions)
         self._stores: dict[type, ComponentStore] = {}
         self._types_by_name: dict[str, type] = {}
@@ -129,7 +130,8 @@ class World:
                                 f"({other.__module__}.{other.__qualname__} and "
                                 f"{ctype.__module__}.{ctype.__qualname__}); pin distinct "
                                 f"names with @component(name=...)")
-            store = ComponentStore(schema, self._slots.capacity, self._versions)
+            store = ComponentStore(schema, self._slots.capacity, self._versions,
+                                   clock=self._layout_clock)
             self._stores[ctype] = store
             self._types_by_name[schema.name] = ctype
             if len(self._stores) > 1 and schema.name < max(self._types_by_name):
