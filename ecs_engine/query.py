@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import sys
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -432,14 +433,17 @@ class Query:
     deferred until the outermost query closes.
     """
 
-    __slots__ = ("_world", "_plan", "_open", "_cache", "_writable", "_gathered", "entities")
+    __slots__ = ("_world", "_in", "_plan", "_cache", "_writable", "_gathered", "entities")
 
     def __init__(self, world: World, types: Iterable[type] | QueryPlan,
                  without: Iterable[type] = (), readonly: Iterable[type] = ()) -> None:
-        self._world = world
+        # Weak: the world keeps its plans' last queries for reuse (World.query), and a
+        # strong reference back would make every world a reference cycle, freed only by
+        # the cyclic garbage collector instead of when its last name goes.
+        self._world = weakref.ref(world)
+        self._in: World | None = None  # the world while a block is open, else None
         self._plan = types if isinstance(types, QueryPlan) else QueryPlan(
             world, types, without, readonly)
-        self._open = False
         self._cache: dict[type, np.ndarray] = {}
         self._writable: list[np.ndarray] = []  # columns to make read-only at block exit
         # gathered writable columns: (the copy, its original, the store's data version then)
@@ -459,9 +463,10 @@ class Query:
         return self._plan.readonly
 
     def __enter__(self) -> Query:
-        world = self._world
+        world = self._in = self._world()
+        if world is None:
+            raise RuntimeError("this query's world is gone")
         world._open_queries += 1
-        self._open = True
         plan = self._plan
         if plan._stamp == plan._clock.stamp and plan.aligned:
             self.entities = plan.entities  # no store moved rows since the last check
@@ -479,7 +484,7 @@ class Query:
             plan.resolve(world)
             self.entities = plan.entities
         except BaseException:
-            self._open = False
+            self._in = None
             world._end_query()
             raise
         return self
@@ -488,8 +493,11 @@ class Query:
         if self._writable or self._cache or exc is not None:
             self._close(exc)
             return
-        self._open = False  # a block that took no column (a look at entities or len)
-        world = self._world
+        # a block that took no column (a look at entities or len)
+        world = self._in
+        if world is None:
+            return  # (not entered)
+        self._in = None
         world._open_queries -= 1
         if not world._open_queries and world._deferred:
             world._flush()
@@ -504,7 +512,6 @@ class Query:
                 for ctype, (arr, original, version) in self._gathered.items():
                     self._write_back(store_of[ctype], rows[ctype], arr, original, version)
         finally:
-            self._open = False
             if self._writable:
                 for arr in self._writable:
                     # Dead after the block: a kept column that could still write would
@@ -515,10 +522,12 @@ class Query:
             if self._cache:
                 self._cache = {}
                 self._gathered = None
-            world = self._world
-            world._open_queries -= 1
-            if not world._open_queries and world._deferred:
-                world._flush()
+            world = self._in
+            self._in = None
+            if world is not None:
+                world._open_queries -= 1
+                if not world._open_queries and world._deferred:
+                    world._flush()
         if isinstance(exc, ValueError):
             clearer = self._explain(exc)
             if clearer is not None:
@@ -599,14 +608,14 @@ class Query:
         return len(self.entities)
 
     def _check_open(self) -> None:
-        if not self._open:
+        if self._in is None:
             raise RuntimeError("use the query inside a with-block: `with world.query(...) as q:`")
 
     def __getitem__(self, ctype: type) -> np.ndarray:
         cached = self._cache.get(ctype)
         if cached is not None:
             return cached
-        if not self._open:
+        if self._in is None:
             self._check_open()
         plan = self._plan
         rows = plan.rows.get(ctype)
@@ -651,7 +660,7 @@ class Query:
         field, which steps through memory with a stride of the whole row. numpy's
         ``structured_to_unstructured`` does the same at a far higher fixed cost. Writes are
         kept exactly like writes to ``q[ctype]`` (read-only types give a read-only view)."""
-        if not self._open:
+        if self._in is None:
             self._check_open()
         plan = self._plan
         rows = plan.rows.get(ctype)
