@@ -430,7 +430,8 @@ class Query:
     meanwhile elsewhere survive unless the block changed the same row. Columns in
     ``readonly`` are read-only arrays (writing raises ``ValueError``).
     Structural changes made inside the block (spawn, despawn, add, remove) are
-    deferred until the outermost query closes.
+    deferred until the outermost query closes. ``World.query`` hands out a plan's last
+    Query again once nothing else holds it, so a kept ``q`` is never shared.
     """
 
     __slots__ = ("_world", "_in", "_plan", "_cache", "_writable", "_gathered", "entities")
