@@ -266,12 +266,12 @@ def _xy(store: ComponentStore, rows: np.ndarray) -> np.ndarray:
     return np.stack([store.columns[name][rows] for name in store.schema.field_names], 1)
 
 
-def _contact_rows(world: World) -> _ContactRows:
-    pos, col = world.store(Position), world.store(Collider)
+def _contact_rows(pos: ComponentStore, col: ComponentStore,
+                  kinds: list[ComponentStore | None]) -> _ContactRows:
     pos_rows, col_rows, bounds = [], [], [0]
-    for ctype in (Player, Enemy, Pickup, Goal):
-        store = world.store(ctype)
-        slots = key_slots(store.entities[:store.n])
+    for store in kinds:  # players, enemies, pickups, goals (None: no such store)
+        n = store.n if store is not None else 0
+        slots = key_slots(store.entities[:n]) if store is not None else np.zeros(0, np.int64)
         prow, crow = pos.rows_of(slots), col.rows_of(slots)
         boxed = (prow >= 0) & (crow >= 0)  # (an entity has a box if it has both)
         pos_rows.append(prow[boxed])
@@ -294,15 +294,24 @@ def _touching(world: World) -> tuple[bool, bool, bool]:
     Kept by the versions of what it reads, so the three systems compute it once a tick,
     and whichever of them is scheduled alone computes it for itself; a layout change (a
     pickup taken, an entity that became an enemy) finds the rows again."""
-    pos, col = world.store(Position), world.store(Collider)
-    layout = (pos.layout_version, col.layout_version, col.data_version,
-              world.store(Player).layout_version, world.store(Enemy).layout_version,
-              world.store(Pickup).layout_version, world.store(Goal).layout_version)
+    count = world.count  # (stores are looked up only where they hold rows: the systems
+    # never create a store their own queries would not, such as Goal's in a game without)
+    if not (count(Player) and count(Position) and count(Collider)):
+        return False, False, False
+    pos, col, player = world.store(Position), world.store(Collider), world.store(Player)
+    enemy = world.store(Enemy) if count(Enemy) else None
+    pickup = world.store(Pickup) if count(Pickup) else None
+    goal = world.store(Goal) if count(Goal) else None
+    layout = (pos.layout_version, col.layout_version, col.data_version, player.layout_version,
+              0 if enemy is None else enemy.layout_version,
+              0 if pickup is None else pickup.layout_version,
+              0 if goal is None else goal.layout_version)
     seen = (pos.data_version, layout)
     found: tuple[bool, bool, bool] | None = recall(world, TOUCHING, seen)
     if found is not None:
         return found
-    boxes = derived(world, CONTACT_ROWS, layout, lambda: _contact_rows(world))
+    boxes = derived(world, CONTACT_ROWS, layout,
+                    lambda: _contact_rows(pos, col, [player, enemy, pickup, goal]))
     answer = _touch_test(pos, boxes)
     remember(world, TOUCHING, seen, answer)
     return answer
@@ -348,11 +357,12 @@ def touch_damage(world: World, dt: float) -> None:
     # nobody is invulnerable or touched, and then nothing is written (a written column
     # is a changed store for snapshots and rollback). Whether an enemy touches any player
     # comes from the tick's shared test: when none does, no enemy box is read here.
-    touched = _touching(world)[ENEMIES]
     with world.query(Player, Health, Position, Collider, Velocity,
                      readonly=(Player, Health, Position, Collider, Velocity)) as p:
         if len(p) == 0:
             return
+        world.store(Enemy)  # (made here as the enemy query made it: no store more or less)
+        touched = _touching(world)[ENEMIES]
         health = p[Health]
         due = _count(health["invulnerable"] > 0) > 0
         if touched and not due:
@@ -385,7 +395,10 @@ def pickups(world: World, dt: float) -> None:
     taken: np.ndarray | None = None
     with world.query(Player, Position, Collider, Health, Ammo, Score,
                      readonly=(Player, Position, Collider)) as p:
-        if len(p) == 0 or not _touching(world)[PICKUPS]:
+        if len(p) == 0:
+            return
+        world.store(Pickup)  # (made here as the pickup query made it)
+        if not _touching(world)[PICKUPS]:
             return
         with world.query(Pickup, Position, Collider, readonly=(Pickup, Position, Collider)) as k:
             touching = overlap_matrix(box_edges(p[Position], p[Collider]),
@@ -415,12 +428,15 @@ def reach_goal(world: World, dt: float) -> None:
     """A player touching a ``Goal`` wins: the first time, the resource ``won_at`` gets the
     tick and a ``goal`` event is emitted."""
     del dt
-    if world.resources.get(WON_AT) is not None or not _touching(world)[GOALS]:
-        return  # (most ticks no player touches a goal: the tick's shared test)
+    if world.resources.get(WON_AT) is not None:
+        return
     with world.query(Player, Position, Collider, Health,
                      readonly=(Player, Position, Collider, Health)) as p:
         if len(p) == 0:
             return
+        world.store(Goal)  # (made here as the goal query made it)
+        if not _touching(world)[GOALS]:
+            return  # (most ticks no player touches a goal: the tick's shared test)
         with world.query(Goal, Position, Collider, readonly=(Goal, Position, Collider)) as g:
             if len(g) == 0:
                 return
