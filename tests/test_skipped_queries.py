@@ -1,8 +1,12 @@
-"""integrate does not open its query when nothing moves freely (every body with Position
+"""Systems that skip a query when it would find nothing.
+
+integrate does not open its query when nothing moves freely (every body with Position
 and Velocity has a Collider, as in the stock game) and the query could not make a group:
 it must leave exactly the states of always opening it (the reference below is integrate
 before, verbatim), also while free movers come and go, in worlds that make groups
-themselves and in worlds with no stores yet."""
+themselves and in worlds with no stores yet. The demo's fall_out reads Position's rows
+from the store and opens its query only when someone fell (tests/test_demo.py has the
+falls)."""
 
 from __future__ import annotations
 
@@ -105,3 +109,15 @@ def test_no_query_while_nothing_moves_freely_and_a_free_mover_moves_at_once() ->
         integrate(world, DT)
     assert calls == []
     assert float(world.get(ball, Position)["x"]) == 4.0
+
+
+def test_fall_out_opens_no_query_while_nobody_fell() -> None:
+    from ecs_engine.demo.game import fall_out
+
+    world = Game("demo", history_seconds=DT).world
+    world.step(DT)
+    spy, calls = _queries(world)
+    before = world.state_hash()
+    with spy:
+        fall_out(world, DT)
+    assert calls == [] and world.state_hash() == before
