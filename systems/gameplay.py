@@ -6,9 +6,11 @@ Each is a plain ``fn(world, dt)`` (dt in seconds). Input comes from the resource
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from ecs_engine import Query, World
+from ecs_engine import ComponentStore, Query, World
 from ecs_engine.components import (
     Ammo,
     Bouncer,
@@ -36,7 +38,7 @@ from ecs_engine.entity import key_slots
 from ecs_engine.systems.collision import solid_at
 from ecs_engine.systems.events import emit
 from ecs_engine.systems.grid import box_edges
-from ecs_engine.systems.versioned import recall, remember
+from ecs_engine.systems.versioned import derived, recall, remember
 
 SHOOT_COOLDOWN = 0.25  # seconds between player shots
 PROJECTILE_SPEED = 22.0  # units/s
@@ -47,6 +49,11 @@ DOWN = -1.0  # Health.invulnerable of a player at 0 hp (down, out of the game)
 WON_AT = "won_at"  # resource: the tick a player first reached a goal
 # world.caches: store versions at which _handle_deaths found nothing to do
 DEATHS_CHECKED = "systems.gameplay.deaths_checked"
+# world.caches: the Position and Collider rows of players, enemies, pickups and goals (per
+# layout), and which of those kinds any player box overlaps (per state of those rows)
+CONTACT_ROWS = "systems.gameplay.contact_rows"
+TOUCHING = "systems.gameplay.touching"
+ENEMIES, PICKUPS, GOALS = 0, 1, 2  # indices into _touching's answer
 # "Is any set?" on the systems' small masks: count_nonzero takes ~0.2 us where
 # ndarray.any() goes through a Python wrapper (~1 us), a dozen times a tick.
 _count = np.count_nonzero
@@ -240,6 +247,97 @@ def _handle_deaths(world: World) -> None:
             q[Velocity]["y"][down] = np.minimum(q[Velocity]["y"][down], 0)
 
 
+class _ContactRows(NamedTuple):
+    """Where the boxes of players and of what they can touch sit: their Position rows,
+    players first, then enemies, pickups and goals (``bounds``: where each kind's rows
+    end), and their half sizes (Collider's, as box_edges takes them)."""
+
+    rows: np.ndarray
+    half: np.ndarray  # (boxes, 2) float32: half width, half height
+    players: int
+    bounds: tuple[int, int, int]
+
+
+def _xy(store: ComponentStore, rows: np.ndarray) -> np.ndarray:
+    """Rows of a two-float32-field store (Position, Collider) as a (rows, 2) array."""
+    flat = store.flat
+    if flat is not None:
+        return flat[rows]
+    return np.stack([store.columns[name][rows] for name in store.schema.field_names], 1)
+
+
+def _contact_rows(pos: ComponentStore, col: ComponentStore,
+                  kinds: list[ComponentStore | None]) -> _ContactRows:
+    pos_rows, col_rows, bounds = [], [], [0]
+    for store in kinds:  # players, enemies, pickups, goals (None: no such store)
+        n = store.n if store is not None else 0
+        slots = key_slots(store.entities[:n]) if store is not None else np.zeros(0, np.int64)
+        prow, crow = pos.rows_of(slots), col.rows_of(slots)
+        boxed = (prow >= 0) & (crow >= 0)  # (an entity has a box if it has both)
+        pos_rows.append(prow[boxed])
+        col_rows.append(crow[boxed])
+        bounds.append(bounds[-1] + len(pos_rows[-1]))
+    # box_edges' half sizes: col["w"] * 0.5 in float32
+    half = _xy(col, np.concatenate(col_rows)) * 0.5
+    return _ContactRows(np.concatenate(pos_rows), half, bounds[1],
+                        (bounds[2], bounds[3], bounds[4]))
+
+
+def _touching(world: World) -> tuple[bool, bool, bool]:
+    """Whether any player box (every entity with Player, Position and Collider) overlaps
+    any enemy, pickup or goal box: one test a tick that touch_damage, pickups and
+    reach_goal share, so each does its exact work only when its kind is touched (most
+    ticks nothing is). The edges are box_edges' and the comparisons overlap_matrix's, in
+    the same float32 arithmetic, so False here means each system's own (narrower: players
+    with Health, ...) test finds no overlap either.
+
+    Kept by the versions of what it reads, so the three systems compute it once a tick,
+    and whichever of them is scheduled alone computes it for itself; a layout change (a
+    pickup taken, an entity that became an enemy) finds the rows again."""
+    count = world.count  # (stores are looked up only where they hold rows: the systems
+    # never create a store their own queries would not, such as Goal's in a game without)
+    if not (count(Player) and count(Position) and count(Collider)):
+        return False, False, False
+    pos, col, player = world.store(Position), world.store(Collider), world.store(Player)
+    enemy = world.store(Enemy) if count(Enemy) else None
+    pickup = world.store(Pickup) if count(Pickup) else None
+    goal = world.store(Goal) if count(Goal) else None
+    layout = (pos.layout_version, col.layout_version, col.data_version, player.layout_version,
+              0 if enemy is None else enemy.layout_version,
+              0 if pickup is None else pickup.layout_version,
+              0 if goal is None else goal.layout_version)
+    seen = (pos.data_version, layout)
+    found: tuple[bool, bool, bool] | None = recall(world, TOUCHING, seen)
+    if found is not None:
+        return found
+    boxes = derived(world, CONTACT_ROWS, layout,
+                    lambda: _contact_rows(pos, col, [player, enemy, pickup, goal]))
+    answer = _touch_test(pos, boxes)
+    remember(world, TOUCHING, seen, answer)
+    return answer
+
+
+def _touch_test(pos: ComponentStore, boxes: _ContactRows) -> tuple[bool, bool, bool]:
+    """_touching's test on the Position rows of ``boxes``."""
+    k = boxes.players
+    if not 0 < k < len(boxes.rows):
+        return False, False, False
+    # x and y side by side: one gather and one numpy call per edge pair
+    centre = _xy(pos, boxes.rows)
+    low, high = centre - boxes.half, centre + boxes.half  # (left, bottom), (right, top)
+    if k == 1:  # (the usual one player)
+        hit = (low[1:] < high[0]) & (high[1:] > low[0])
+        hit = hit[:, 0] & hit[:, 1]
+    else:
+        hit = overlap_matrix((low[:k, 0], low[:k, 1], high[:k, 0], high[:k, 1]),
+                             (low[k:, 0], low[k:, 1], high[k:, 0], high[k:, 1])).any(axis=0)
+    if not _count(hit):
+        return False, False, False
+    enemies, pickups, goals = (b - k for b in boxes.bounds)
+    return (bool(_count(hit[:enemies])), bool(_count(hit[enemies:pickups])),
+            bool(_count(hit[pickups:goals])))
+
+
 def _contact(world: World, dt: float, health: np.ndarray, pos: np.ndarray,
              col: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For players with these Health, Position and Collider rows: (invulnerable time left
@@ -257,25 +355,34 @@ def touch_damage(world: World, dt: float) -> None:
     """Enemies hurt the player on touch, then the player is briefly invulnerable."""
     # Look first (read-only, the same players as the writing query below): most ticks
     # nobody is invulnerable or touched, and then nothing is written (a written column
-    # is a changed store for snapshots and rollback).
+    # is a changed store for snapshots and rollback). Whether an enemy touches any player
+    # comes from the tick's shared test: when none does, no enemy box is read here.
     with world.query(Player, Health, Position, Collider, Velocity,
                      readonly=(Player, Health, Position, Collider, Velocity)) as p:
         if len(p) == 0:
             return
+        world.store(Enemy)  # (made here as the enemy query made it: no store more or less)
+        touched = _touching(world)[ENEMIES]
         health = p[Health]
-        _, hurt, _ = _contact(world, dt, health, p[Position], p[Collider])
-        due = _count(hurt) > 0 or _count(health["invulnerable"] > 0) > 0
+        due = _count(health["invulnerable"] > 0) > 0
+        if touched and not due:
+            _, hurt, _ = _contact(world, dt, health, p[Position], p[Collider])
+            due = _count(hurt) > 0
     if due:
         with world.query(Player, Health, Position, Collider, Velocity,
                          readonly=(Player, Position, Collider)) as p:
             health = p[Health]
-            health["invulnerable"], hurt, damage = _contact(world, dt, health, p[Position],
-                                                            p[Collider])
-            health["hp"][hurt] -= damage[hurt].astype(np.int16)
-            health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
-            p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
-            if _count(hurt):
-                emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
+            if not touched:  # nobody is hurt: only the invulnerability counts down
+                inv = health["invulnerable"]
+                health["invulnerable"] = np.where(inv > 0, np.maximum(inv - dt, 0), inv)
+            else:
+                health["invulnerable"], hurt, damage = _contact(world, dt, health,
+                                                                p[Position], p[Collider])
+                health["hp"][hurt] -= damage[hurt].astype(np.int16)
+                health["invulnerable"][hurt] = INVULNERABLE_AFTER_HIT
+                p[Velocity]["y"][hurt] = 12.0  # knock the player up and out of the enemy
+                if _count(hurt):
+                    emit(world, "hurt", p[Position]["x"][hurt], p[Position]["y"][hurt])
     _handle_deaths(world)
 
 
@@ -283,11 +390,15 @@ def pickups(world: World, dt: float) -> None:
     """Players collect overlapping pickups: health, ammo or coins."""
     # (No read-only look first, unlike touch_damage: this writing query is what keeps
     # Health, Ammo and Score in the moving-body group's row order within the tick, and
-    # row order is state.)
+    # row order is state. It opens every tick; the pickups are read only when the tick's
+    # shared test finds one touching a player.)
     taken: np.ndarray | None = None
     with world.query(Player, Position, Collider, Health, Ammo, Score,
                      readonly=(Player, Position, Collider)) as p:
         if len(p) == 0:
+            return
+        world.store(Pickup)  # (made here as the pickup query made it)
+        if not _touching(world)[PICKUPS]:
             return
         with world.query(Pickup, Position, Collider, readonly=(Pickup, Position, Collider)) as k:
             touching = overlap_matrix(box_edges(p[Position], p[Collider]),
@@ -323,6 +434,9 @@ def reach_goal(world: World, dt: float) -> None:
                      readonly=(Player, Position, Collider, Health)) as p:
         if len(p) == 0:
             return
+        world.store(Goal)  # (made here as the goal query made it)
+        if not _touching(world)[GOALS]:
+            return  # (most ticks no player touches a goal: the tick's shared test)
         with world.query(Goal, Position, Collider, readonly=(Goal, Position, Collider)) as g:
             if len(g) == 0:
                 return
