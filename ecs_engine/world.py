@@ -975,6 +975,9 @@ class World:
             if dropped:  # a plan resolved in the block holds its stores for good: forget it
                 self._plans = {k: p for k, p in self._plans.items()
                                if not any(s in dropped for s in p.stores)}
+                # A store leaving changes the matches of plans that exclude its type,
+                # though no kept store's rows may move on the way back: the clock must.
+                self._layout_clock.stamp += 1
             restore_snapshot(self, before)
             raise
 
