@@ -35,7 +35,7 @@ from ecs_engine.entity import (
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.memcopy import BufferPool
-from ecs_engine.query import IDLE_REFS, Query, QueryPlan
+from ecs_engine.query import _NO_KEYS, IDLE_REFS, Query, QueryPlan
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import (
@@ -849,7 +849,9 @@ class World:
             query = plan.idle
             if query is not None and getrefcount(query) == IDLE_REFS:
                 # Nothing but the plan holds its last query (no block has it open, no
-                # caller kept it): hand it out again instead of building one.
+                # caller kept it): hand it out again instead of building one, as fresh
+                # as a new one (no keys until its block opens).
+                query.entities = _NO_KEYS
                 return query
         else:
             plan = QueryPlan(self, types, without, readonly)

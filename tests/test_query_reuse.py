@@ -158,3 +158,18 @@ def test_a_query_kept_past_its_world_says_so() -> None:
     del world
     with pytest.raises(RuntimeError, match="world is gone"), kept:
         pass
+
+
+def test_a_reused_query_shows_no_keys_of_its_last_block(built: list[int]) -> None:
+    """A query handed out again is as a fresh one until its block opens: the last
+    block's keys (for an aligned plan, a live view of a store's keys) do not come with it
+    (found by the query-reuse review)."""
+    world = _world()
+    with world.query(A, B) as q:
+        assert len(q.entities) == 4
+    del q
+    again = world.query(A, B)
+    assert len(built) == 1  # the same object ...
+    assert len(again.entities) == 0  # ... without the last block's keys
+    with again as q:
+        assert len(q.entities) == 4
