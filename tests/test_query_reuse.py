@@ -173,3 +173,72 @@ def test_a_reused_query_shows_no_keys_of_its_last_block(built: list[int]) -> Non
     assert len(again.entities) == 0  # ... without the last block's keys
     with again as q:
         assert len(q.entities) == 4
+
+
+def _use_queries(world: World) -> None:
+    with world.query(A, B) as q, world.query(A, B) as inner:  # nested, one shape
+        inner[B]["v"] += 1
+        q[A]["v"] += 1
+        world.spawn(A(v=7))  # deferred
+    kept = world.query(A, without=(B,))
+    with kept as k:
+        k[A]["v"] += 1
+    with pytest.raises(ZeroDivisionError), world.query(B) as q:
+        q[B]["v"] += 1
+        raise ZeroDivisionError
+
+
+def _use_restores(world: World) -> None:
+    snap = world.snapshot()
+    world.spawn(A(), B())
+    world.restore(snap)
+    world.on_restore(lambda w, event: len(w))
+    world.restore(snap)
+    world.restore(type(snap).from_bytes(snap.to_bytes()))
+
+
+def _use_groups_and_steps(world: World) -> None:
+    world.group(A, B)
+
+    def system(w: World, dt: float) -> None:
+        with w.query(A, B) as q:
+            q[A]["v"] += 1
+
+    world.add_system(system)
+    world.step(1 / 60)
+
+
+def _use_hierarchy_and_blueprints(world: World) -> None:
+    with world.query(A, readonly=(A,)) as q:
+        parent, child = (int(k) for k in q.entities[:2])
+    world.set_parent(child, parent)
+    world.instantiate(world.extract(parent))
+
+
+def _use_a_failed_load(world: World) -> None:
+    with pytest.raises(RuntimeError), world._all_or_nothing():
+        world.spawn(A(), B())
+        with world.query(A) as q:
+            len(q)
+        raise RuntimeError
+
+
+@pytest.mark.parametrize("use", [_use_queries, _use_restores, _use_groups_and_steps,
+                                 _use_hierarchy_and_blueprints, _use_a_failed_load],
+                         ids=lambda f: f.__name__)
+def test_a_world_is_freed_with_its_last_name_after_any_use(use: Any) -> None:
+    """Whatever ran on it (queries nested, kept, raising; restores, callbacks, groups,
+    systems, parent links, blueprints, a failed level load), a world is freed by
+    reference counting alone: none of the engine's parts closes a cycle through it."""
+    world = _world()
+    use(world)
+    gone = weakref.ref(world)
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        del world
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
