@@ -96,6 +96,23 @@ class QueryPlan:
         self._clock = world._layout_clock
         self._stamp = -1
 
+    def forget(self) -> None:
+        """Drop the resolved rows and the stores: the next resolve starts over, as a new
+        plan's first (for stores a failed ``World._all_or_nothing`` took out of the world,
+        which a caller's kept query would otherwise read for good)."""
+        self.stores = ()
+        self.store_of = {}
+        self.rows = {}
+        self.entities = _NO_KEYS
+        self.aligned = True
+        self._prefix = None
+        self._prefix_keys = _NO_KEYS
+        self._prefix_size = -1
+        self._layouts = ()
+        self._signature = None
+        self._memo = PlanMemo()
+        self._stamp = -1
+
     def _excluded(self, world: World) -> tuple[int, ...]:
         stores = world._stores
         return tuple(ex.layout_version if (ex := stores.get(t)) is not None else 0

@@ -975,8 +975,10 @@ class World:
                     self._groups = [g for g in self._groups if g is not store.owner]
                     store.owner.disband()
             if dropped:  # a plan resolved in the block holds its stores for good: forget it
-                self._plans = {k: p for k, p in self._plans.items()
-                               if not any(s in dropped for s in p.stores)}
+                stale = [k for k, p in self._plans.items()
+                         if any(s in dropped for s in p.stores)]
+                for k in stale:
+                    self._plans.pop(k).forget()  # (a caller's kept query resolves again)
                 # A store leaving changes the matches of plans that exclude its type,
                 # though no kept store's rows may move on the way back: the clock must.
                 self._layout_clock.stamp += 1
