@@ -847,9 +847,10 @@ class World:
             plan = self._plans.get(key)
         if plan is not None:
             query = plan.idle
-            if query is not None and getrefcount(query) == IDLE_REFS:
+            if query is not None and query._in is None and getrefcount(query) == IDLE_REFS:
                 # Nothing but the plan holds its last query (no block has it open, no
-                # caller kept it): hand it out again instead of building one, as fresh
+                # caller kept it; an open block with no name left, entered by hand, is
+                # still open): hand it out again instead of building one, as fresh
                 # as a new one (no keys until its block opens).
                 query.entities = _NO_KEYS
                 return query

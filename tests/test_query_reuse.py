@@ -242,3 +242,19 @@ def test_a_world_is_freed_with_its_last_name_after_any_use(use: Any) -> None:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_an_open_query_nobody_names_is_not_handed_out(built: list[int]) -> None:
+    """A block entered by hand (``__enter__``, as a framework driving context managers
+    may) whose query lost its last name is still open: the reference count alone
+    would call it idle (found by the query-reuse review)."""
+    world = _world()
+    opened = world.query(A)
+    opened.__enter__()
+    first = id(opened)
+    del opened
+    other = world.query(A)
+    assert id(other) != first and other._in is None
+    with other as q:
+        assert len(q) == 4
+    assert world._open_queries == 1  # the one entered by hand
