@@ -482,7 +482,9 @@ class Query:
     def __enter__(self) -> Query:
         world = self._in = self._world()
         if world is None:
-            raise RuntimeError("this query's world is gone")
+            raise RuntimeError("this query's world is gone (a query does not keep its "
+                               "world alive: name the world while its queries are used, "
+                               "as in `world = load(); with world.query(...) as q:`)")
         world._open_queries += 1
         plan = self._plan
         if plan._stamp == plan._clock.stamp and plan.aligned:

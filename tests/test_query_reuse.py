@@ -258,3 +258,11 @@ def test_an_open_query_nobody_names_is_not_handed_out(built: list[int]) -> None:
     with other as q:
         assert len(q) == 4
     assert world._open_queries == 1  # the one entered by hand
+
+
+def test_a_query_of_a_world_named_nowhere_says_why_it_fails() -> None:
+    """``with make_world().query(A)``: the world's last reference goes when ``query``
+    returns (a query names its world weakly), so the block cannot open; the error says
+    what to do instead."""
+    with pytest.raises(RuntimeError, match="name the world"), _world().query(A) as q:
+        len(q)
