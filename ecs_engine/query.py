@@ -450,7 +450,8 @@ class Query:
     deferred until the outermost query closes.
     """
 
-    __slots__ = ("_world", "_in", "_plan", "_cache", "_writable", "_gathered", "entities")
+    __slots__ = ("_world", "_in", "_depth", "_plan", "_cache", "_writable", "_gathered",
+                 "entities")
 
     def __init__(self, world: World, types: Iterable[type] | QueryPlan,
                  without: Iterable[type] = (), readonly: Iterable[type] = ()) -> None:
@@ -459,6 +460,7 @@ class Query:
         # the cyclic garbage collector instead of when its last name goes.
         self._world = weakref.ref(world)
         self._in: World | None = None  # the world while a block is open, else None
+        self._depth = 0  # blocks of this very object open inside its open block
         self._plan = types if isinstance(types, QueryPlan) else QueryPlan(
             world, types, without, readonly)
         self._cache: dict[type, np.ndarray] = {}
@@ -480,6 +482,8 @@ class Query:
         return self._plan.readonly
 
     def __enter__(self) -> Query:
+        if self._in is not None:  # entered again inside its own block (a recursion)
+            self._depth += 1
         world = self._in = self._world()
         if world is None:
             raise RuntimeError("this query's world is gone (a query does not keep its "
@@ -503,7 +507,10 @@ class Query:
             plan.resolve(world)
             self.entities = plan.entities
         except BaseException:
-            self._in = None
+            if self._depth:
+                self._depth -= 1
+            else:
+                self._in = None
             world._end_query()
             raise
         return self
@@ -516,7 +523,10 @@ class Query:
         world = self._in
         if world is None:
             return  # (not entered)
-        self._in = None
+        if self._depth:  # an inner block of this object: the outer one stays open
+            self._depth -= 1
+        else:
+            self._in = None
         world._open_queries -= 1
         if not world._open_queries and world._deferred:
             world._flush()
@@ -542,7 +552,10 @@ class Query:
                 self._cache = {}
                 self._gathered = None
             world = self._in
-            self._in = None
+            if self._depth:  # an inner block of this object: the outer one stays open
+                self._depth -= 1
+            else:
+                self._in = None
             if world is not None:
                 world._open_queries -= 1
                 if not world._open_queries and world._deferred:

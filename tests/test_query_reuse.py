@@ -266,3 +266,31 @@ def test_a_query_of_a_world_named_nowhere_says_why_it_fails() -> None:
     what to do instead."""
     with pytest.raises(RuntimeError, match="name the world"), _world().query(A) as q:
         len(q)
+
+
+def test_a_kept_query_entered_again_inside_its_own_block_closes_both() -> None:
+    """A system keeping its query in an attribute and recursing enters the same Query
+    inside its open block. Leaving the inner block must not end the outer one, and
+    leaving the outer one must close the world's count (the outer exit took the query
+    for never entered: the world stayed 'in a query' for good, deferring every change
+    and refusing snapshots; found by the query-reuse review)."""
+    world = _world()
+
+    class System:
+        def __init__(self) -> None:
+            self.q = world.query(A)
+
+        def run(self, depth: int) -> None:
+            with self.q as q:
+                q[A]["v"] += 1
+                if depth:
+                    self.run(depth - 1)
+                    world.spawn(A(v=100))  # deferred to the outermost block's end
+                assert len(q) == 4
+
+    System().run(2)
+    assert world._open_queries == 0
+    assert len(world) == 6
+    world.snapshot()
+    with world.query(A, readonly=(A,)) as q:
+        assert sorted(q[A]["v"].tolist()) == [3, 4, 5, 6, 100, 100]
