@@ -313,12 +313,14 @@ class ClockMachine(RuleBasedStateMachine):
 
     @rule(w=st.integers(0, 1), outer=st.sampled_from(SHAPES), inner=st.sampled_from(SHAPES),
           spawn_inside=st.booleans(), despawn_inside=st.booleans(),
-          raise_inside=st.booleans(), use_kept=st.booleans())
+          raise_inside=st.booleans(), use_kept=st.booleans(), reenter=st.booleans())
     def nested(self, w: int, outer: Shape, inner: Shape, spawn_inside: bool,
-               despawn_inside: bool, raise_inside: bool, use_kept: bool) -> None:
+               despawn_inside: bool, raise_inside: bool, use_kept: bool,
+               reenter: bool) -> None:
         """An outer block writing its first writable column, an inner block (maybe the
-        same shape, maybe a kept query) checking and writing the others, structural
-        changes deferred inside, maybe an exception leaving both."""
+        same shape, maybe a kept query, maybe the outer Query object itself entered
+        again) checking and writing the others, structural changes deferred inside,
+        maybe an exception leaving both."""
         side = self.sides[w]
         world = side.world
         model = side.model
@@ -334,8 +336,11 @@ class ClockMachine(RuleBasedStateMachine):
                     for k in q.entities.tolist():
                         model[k][t] += 1
                 kept = [k for s, k in side.kept if s == inner]
-                q_inner = kept[-1] if use_kept and kept else side.query(inner)
-                assert q_inner is not q
+                if reenter:
+                    q_inner, inner = q, outer
+                else:
+                    q_inner = kept[-1] if use_kept and kept else side.query(inner)
+                    assert q_inner is not q
                 with q_inner as r:
                     side.open.add(id(r))
                     side.check_block(r, inner, model, tuple(written))
@@ -353,7 +358,8 @@ class ClockMachine(RuleBasedStateMachine):
                         world.despawn(victim)
                         later.append(lambda m, victim=victim: [
                             m.pop(k, None) for k in side.dead_with_children({victim})])
-                    side.open.discard(id(r))
+                    if r is not q:
+                        side.open.discard(id(r))
                     if raise_inside:
                         raise Boom
                 side.open.discard(id(q))
