@@ -96,6 +96,23 @@ class QueryPlan:
         self._clock = world._layout_clock
         self._stamp = -1
 
+    def forget(self) -> None:
+        """Drop the resolved rows and the stores: the next resolve starts over, as a new
+        plan's first (for stores a failed ``World._all_or_nothing`` took out of the world,
+        which a caller's kept query would otherwise read for good)."""
+        self.stores = ()
+        self.store_of = {}
+        self.rows = {}
+        self.entities = _NO_KEYS
+        self.aligned = True
+        self._prefix = None
+        self._prefix_keys = _NO_KEYS
+        self._prefix_size = -1
+        self._layouts = ()
+        self._signature = None
+        self._memo = PlanMemo()
+        self._stamp = -1
+
     def _excluded(self, world: World) -> tuple[int, ...]:
         stores = world._stores
         return tuple(ex.layout_version if (ex := stores.get(t)) is not None else 0
@@ -434,7 +451,8 @@ class Query:
     Query again once nothing else holds it, so a kept ``q`` is never shared.
     """
 
-    __slots__ = ("_world", "_in", "_plan", "_cache", "_writable", "_gathered", "entities")
+    __slots__ = ("_world", "_in", "_depth", "_plan", "_cache", "_writable", "_gathered",
+                 "entities")
 
     def __init__(self, world: World, types: Iterable[type] | QueryPlan,
                  without: Iterable[type] = (), readonly: Iterable[type] = ()) -> None:
@@ -443,6 +461,7 @@ class Query:
         # the cyclic garbage collector instead of when its last name goes.
         self._world = weakref.ref(world)
         self._in: World | None = None  # the world while a block is open, else None
+        self._depth = 0  # blocks of this very object open inside its open block
         self._plan = types if isinstance(types, QueryPlan) else QueryPlan(
             world, types, without, readonly)
         self._cache: dict[type, np.ndarray] = {}
@@ -464,9 +483,13 @@ class Query:
         return self._plan.readonly
 
     def __enter__(self) -> Query:
+        if self._in is not None:  # entered again inside its own block (a recursion)
+            self._depth += 1
         world = self._in = self._world()
         if world is None:
-            raise RuntimeError("this query's world is gone")
+            raise RuntimeError("this query's world is gone (a query does not keep its "
+                               "world alive: name the world while its queries are used, "
+                               "as in `world = load(); with world.query(...) as q:`)")
         world._open_queries += 1
         plan = self._plan
         if plan._stamp == plan._clock.stamp and plan.aligned:
@@ -485,7 +508,10 @@ class Query:
             plan.resolve(world)
             self.entities = plan.entities
         except BaseException:
-            self._in = None
+            if self._depth:
+                self._depth -= 1
+            else:
+                self._in = None
             world._end_query()
             raise
         return self
@@ -498,7 +524,10 @@ class Query:
         world = self._in
         if world is None:
             return  # (not entered)
-        self._in = None
+        if self._depth:  # an inner block of this object: the outer one stays open
+            self._depth -= 1
+        else:
+            self._in = None
         world._open_queries -= 1
         if not world._open_queries and world._deferred:
             world._flush()
@@ -524,7 +553,10 @@ class Query:
                 self._cache = {}
                 self._gathered = None
             world = self._in
-            self._in = None
+            if self._depth:  # an inner block of this object: the outer one stays open
+                self._depth -= 1
+            else:
+                self._in = None
             if world is not None:
                 world._open_queries -= 1
                 if not world._open_queries and world._deferred:

@@ -35,7 +35,7 @@ from ecs_engine.entity import (
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.memcopy import BufferPool
-from ecs_engine.query import IDLE_REFS, Query, QueryPlan
+from ecs_engine.query import _NO_KEYS, IDLE_REFS, Query, QueryPlan
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import (
@@ -847,9 +847,12 @@ class World:
             plan = self._plans.get(key)
         if plan is not None:
             query = plan.idle
-            if query is not None and getrefcount(query) == IDLE_REFS:
+            if query is not None and query._in is None and getrefcount(query) == IDLE_REFS:
                 # Nothing but the plan holds its last query (no block has it open, no
-                # caller kept it): hand it out again instead of building one.
+                # caller kept it; an open block with no name left, entered by hand, is
+                # still open): hand it out again instead of building one, as fresh
+                # as a new one (no keys until its block opens).
+                query.entities = _NO_KEYS
                 return query
         else:
             plan = QueryPlan(self, types, without, readonly)
@@ -973,8 +976,13 @@ class World:
                     self._groups = [g for g in self._groups if g is not store.owner]
                     store.owner.disband()
             if dropped:  # a plan resolved in the block holds its stores for good: forget it
-                self._plans = {k: p for k, p in self._plans.items()
-                               if not any(s in dropped for s in p.stores)}
+                stale = [k for k, p in self._plans.items()
+                         if any(s in dropped for s in p.stores)]
+                for k in stale:
+                    self._plans.pop(k).forget()  # (a caller's kept query resolves again)
+                # A store leaving changes the matches of plans that exclude its type,
+                # though no kept store's rows may move on the way back: the clock must.
+                self._layout_clock.stamp += 1
             restore_snapshot(self, before)
             raise
 

@@ -158,3 +158,139 @@ def test_a_query_kept_past_its_world_says_so() -> None:
     del world
     with pytest.raises(RuntimeError, match="world is gone"), kept:
         pass
+
+
+def test_a_reused_query_shows_no_keys_of_its_last_block(built: list[int]) -> None:
+    """A query handed out again is as a fresh one until its block opens: the last
+    block's keys (for an aligned plan, a live view of a store's keys) do not come with it
+    (found by the query-reuse review)."""
+    world = _world()
+    with world.query(A, B) as q:
+        assert len(q.entities) == 4
+    del q
+    again = world.query(A, B)
+    assert len(built) == 1  # the same object ...
+    assert len(again.entities) == 0  # ... without the last block's keys
+    with again as q:
+        assert len(q.entities) == 4
+
+
+def _use_queries(world: World) -> None:
+    with world.query(A, B) as q, world.query(A, B) as inner:  # nested, one shape
+        inner[B]["v"] += 1
+        q[A]["v"] += 1
+        world.spawn(A(v=7))  # deferred
+    kept = world.query(A, without=(B,))
+    with kept as k:
+        k[A]["v"] += 1
+    with pytest.raises(ZeroDivisionError), world.query(B) as q:
+        q[B]["v"] += 1
+        raise ZeroDivisionError
+
+
+def _use_restores(world: World) -> None:
+    snap = world.snapshot()
+    world.spawn(A(), B())
+    world.restore(snap)
+    world.on_restore(lambda w, event: len(w))
+    world.restore(snap)
+    world.restore(type(snap).from_bytes(snap.to_bytes()))
+
+
+def _use_groups_and_steps(world: World) -> None:
+    world.group(A, B)
+
+    def system(w: World, dt: float) -> None:
+        with w.query(A, B) as q:
+            q[A]["v"] += 1
+
+    world.add_system(system)
+    world.step(1 / 60)
+
+
+def _use_hierarchy_and_blueprints(world: World) -> None:
+    with world.query(A, readonly=(A,)) as q:
+        parent, child = (int(k) for k in q.entities[:2])
+    world.set_parent(child, parent)
+    world.instantiate(world.extract(parent))
+
+
+def _use_a_failed_load(world: World) -> None:
+    with pytest.raises(RuntimeError), world._all_or_nothing():
+        world.spawn(A(), B())
+        with world.query(A) as q:
+            len(q)
+        raise RuntimeError
+
+
+@pytest.mark.parametrize("use", [_use_queries, _use_restores, _use_groups_and_steps,
+                                 _use_hierarchy_and_blueprints, _use_a_failed_load],
+                         ids=lambda f: f.__name__)
+def test_a_world_is_freed_with_its_last_name_after_any_use(use: Any) -> None:
+    """Whatever ran on it (queries nested, kept, raising; restores, callbacks, groups,
+    systems, parent links, blueprints, a failed level load), a world is freed by
+    reference counting alone: none of the engine's parts closes a cycle through it."""
+    world = _world()
+    use(world)
+    gone = weakref.ref(world)
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        del world
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_an_open_query_nobody_names_is_not_handed_out(built: list[int]) -> None:
+    """A block entered by hand (``__enter__``, as a framework driving context managers
+    may) whose query lost its last name is still open: the reference count alone
+    would call it idle (found by the query-reuse review)."""
+    world = _world()
+    opened = world.query(A)
+    opened.__enter__()
+    first = id(opened)
+    del opened
+    other = world.query(A)
+    assert id(other) != first and other._in is None
+    with other as q:
+        assert len(q) == 4
+    assert world._open_queries == 1  # the one entered by hand
+
+
+def test_a_query_of_a_world_named_nowhere_says_why_it_fails() -> None:
+    """``with make_world().query(A)``: the world's last reference goes when ``query``
+    returns (a query names its world weakly), so the block cannot open; the error says
+    what to do instead."""
+    with pytest.raises(RuntimeError, match="name the world"), _world().query(A) as q:
+        len(q)
+
+
+def test_a_kept_query_entered_again_inside_its_own_block_closes_both() -> None:
+    """A system keeping its query in an attribute and recursing enters the same Query
+    inside its open block. Leaving the inner block must not end the outer one, and
+    leaving the outer one must close the world's count (the outer exit took the query
+    for never entered: the world stayed 'in a query' for good, deferring every change
+    and refusing snapshots; found by the query-reuse review)."""
+    world = _world()
+
+    class System:
+        def __init__(self) -> None:
+            self.q = world.query(A)
+
+        def run(self, depth: int) -> None:
+            with self.q as q:
+                q[A]["v"] += 1
+                if depth:
+                    self.run(depth - 1)
+                    world.spawn(A(v=100))  # deferred to the outermost block's end
+                assert len(q) == 4
+
+    System().run(2)
+    assert world._open_queries == 0
+    assert len(world) == 6
+    world.snapshot()
+    with world.query(A, readonly=(A,)) as q:
+        assert sorted(q[A]["v"].tolist()) == [3, 4, 5, 6, 100, 100]
