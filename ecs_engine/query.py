@@ -75,6 +75,16 @@ class QueryPlan:
         self.without = without_t
         self.readonly = frozenset(readonly_t)
         self.may_create = len(self.readonly) < len(types_t)  # only writing queries group
+        self.idle: Query | None = None  # the last Query handed out (World.query reuses it)
+        # The world's structural-change count when the rows were last checked (resolve):
+        # while it stands, nothing the rows depend on moved.
+        self._clock = world._layout_clock
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop the resolved rows and the stores: the next resolve starts over, as a new
+        plan's first (also for stores a failed ``World._all_or_nothing`` took out of the
+        world, which a caller's kept query would otherwise read for good)."""
         self.stores: tuple[ComponentStore, ...] = ()
         self.store_of: dict[type, ComponentStore] = {}
         self.rows: dict[type, slice | np.ndarray] = {}
@@ -89,27 +99,6 @@ class QueryPlan:
         self._prefix_size = -1  # its rows had when last resolved (see resolve)
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
-        self._memo = PlanMemo()
-        self.idle: Query | None = None  # the last Query handed out (World.query reuses it)
-        # The world's structural-change count when the rows were last checked (resolve):
-        # while it stands, nothing the rows depend on moved.
-        self._clock = world._layout_clock
-        self._stamp = -1
-
-    def forget(self) -> None:
-        """Drop the resolved rows and the stores: the next resolve starts over, as a new
-        plan's first (for stores a failed ``World._all_or_nothing`` took out of the world,
-        which a caller's kept query would otherwise read for good)."""
-        self.stores = ()
-        self.store_of = {}
-        self.rows = {}
-        self.entities = _NO_KEYS
-        self.aligned = True
-        self._prefix = None
-        self._prefix_keys = _NO_KEYS
-        self._prefix_size = -1
-        self._layouts = ()
-        self._signature = None
         self._memo = PlanMemo()
         self._stamp = -1
 
