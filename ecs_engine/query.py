@@ -31,8 +31,8 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 _LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
 _OWNED_LAYOUT = operator.attrgetter("layout_version", "group_size", "owner")
 _ROWS = operator.attrgetter("n")
-_NO_KEYS = np.zeros(0, np.uint64)
-_NO_KEYS.flags.writeable = False
+NO_KEYS = np.zeros(0, np.uint64)  # the keys of a query whose block has not opened (shared)
+NO_KEYS.flags.writeable = False
 _BYTES_COMPARE_MAX = 32768  # up to here one bytes compare finds unwritten columns fastest
 _count = np.count_nonzero  # on a mask: ~0.4 us, where .all()/.any() cost ~2 us
 _RUN = 1  # the step of a gathered query's run slices (see _as_run)
@@ -88,14 +88,14 @@ class QueryPlan:
         self.stores: tuple[ComponentStore, ...] = ()
         self.store_of: dict[type, ComponentStore] = {}
         self.rows: dict[type, slice | np.ndarray] = {}
-        self.entities: np.ndarray = _NO_KEYS
+        self.entities: np.ndarray = NO_KEYS
         self.aligned = True
         self.nested_gather = False  # gathered only because of when it ran (see _resolve)
         self.unstepped_gather = False  # ... outermost but outside a step: retried in one
         # What alone decides the rows of an aligned plan (see _resize): its one store, or
         # the group owning exactly its types. None: a full resolve.
         self._prefix: ComponentStore | Group | None = None
-        self._prefix_keys: np.ndarray = _NO_KEYS  # its first store's keys and the size
+        self._prefix_keys: np.ndarray = NO_KEYS  # its first store's keys and the size
         self._prefix_size = -1  # its rows had when last resolved (see resolve)
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
@@ -457,7 +457,7 @@ class Query:
         self._writable: list[np.ndarray] = []  # columns to make read-only at block exit
         # gathered writable columns: (the copy, its original, the store's data version then)
         self._gathered: dict[type, tuple[np.ndarray, np.ndarray | bytes, int]] | None = None
-        self.entities: np.ndarray = _NO_KEYS
+        self.entities: np.ndarray = NO_KEYS
 
     @property
     def types(self) -> tuple[type, ...]:

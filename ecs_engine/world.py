@@ -35,7 +35,7 @@ from ecs_engine.entity import (
 from ecs_engine.group import Group
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.memcopy import BufferPool
-from ecs_engine.query import _NO_KEYS, IDLE_REFS, Query, QueryPlan
+from ecs_engine.query import IDLE_REFS, NO_KEYS, Query, QueryPlan
 from ecs_engine.record import Record
 from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import (
@@ -852,7 +852,7 @@ class World:
                 # caller kept it; an open block with no name left, entered by hand, is
                 # still open): hand it out again instead of building one, as fresh
                 # as a new one (no keys until its block opens).
-                query.entities = _NO_KEYS
+                query.entities = NO_KEYS
                 return query
         else:
             plan = QueryPlan(self, types, without, readonly)
