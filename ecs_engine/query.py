@@ -120,21 +120,20 @@ class QueryPlan:
         key: tuple[Any, ...] | None = None
         before: tuple[Any, ...] | None = None
         if sig is not None:
-            if self._stamp == self._clock.stamp and (
-                    self.aligned or self._reusable(world, False, self.nested_gather,
-                                                   self.unstepped_gather)):
-                return  # no store of the world moved rows since the last check
             first = self.stores[0]
-            if (first.layout_version == sig[4] and first.entities is sig[2]
-                    and first.group_size == sig[0] and first.owner is sig[1]
-                    and (len(self.stores) == 1
-                         or tuple(map(_LAYOUT, self.stores)) == self._layouts)
-                    and (not self.without or self._excluded(world) == sig[3])
+            # The rows hold if no store of the world moved rows since the last check (the
+            # clock), or if none of this plan's did (its layouts) ...
+            if ((self._stamp == self._clock.stamp
+                 or (first.layout_version == sig[4] and first.entities is sig[2]
+                     and first.group_size == sig[0] and first.owner is sig[1]
+                     and (len(self.stores) == 1
+                          or tuple(map(_LAYOUT, self.stores)) == self._layouts)
+                     and (not self.without or self._excluded(world) == sig[3])))
                     and (self.aligned  # (the common case, without a call)
                          or self._reusable(world, False, self.nested_gather,
                                            self.unstepped_gather))):
                 self._stamp = self._clock.stamp
-                return  # (a gathered query re-resolves while it could get a group or views)
+                return  # ... and a gathered query re-resolves while it could get a group or views
             if self._resize(first):
                 self._remember(world, first)
                 return
@@ -506,24 +505,27 @@ class Query:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if self._writable or self._cache or exc is not None:
-            self._close(exc)
-            return
-        # a block that took no column (a look at entities or len)
-        world = self._in
-        if world is None:
-            return  # (not entered)
-        if self._depth:  # an inner block of this object: the outer one stays open
-            self._depth -= 1
-        else:
-            self._in = None
-        world._open_queries -= 1
-        if not world._open_queries and world._deferred:
-            world._flush()
+        try:
+            if self._writable or self._cache:  # (a block that took no column skips this)
+                self._release_columns()
+        finally:
+            world = self._in
+            if self._depth:  # an inner block of this object: the outer one stays open
+                self._depth -= 1
+            else:
+                self._in = None
+            if world is not None:  # (None: not entered)
+                world._open_queries -= 1
+                if not world._open_queries and world._deferred:
+                    world._flush()
+        if exc is not None and isinstance(exc, ValueError):
+            clearer = self._explain(exc)
+            if clearer is not None:
+                raise clearer from exc
 
-    def _close(self, exc: BaseException | None) -> None:
-        """``__exit__`` of a block that took columns or raised: write back, freeze the
-        columns, and restate numpy's errors in the query's terms."""
+    def _release_columns(self) -> None:
+        """At a block's end: write gathered columns back, then make every column the
+        block took read-only and forget them (also when a write-back raises)."""
         try:
             if self._gathered:
                 rows = self._plan.rows
@@ -541,19 +543,6 @@ class Query:
             if self._cache:
                 self._cache = {}
                 self._gathered = None
-            world = self._in
-            if self._depth:  # an inner block of this object: the outer one stays open
-                self._depth -= 1
-            else:
-                self._in = None
-            if world is not None:
-                world._open_queries -= 1
-                if not world._open_queries and world._deferred:
-                    world._flush()
-        if isinstance(exc, ValueError):
-            clearer = self._explain(exc)
-            if clearer is not None:
-                raise clearer from exc
 
     def _explain(self, exc: ValueError) -> ValueError | None:
         """numpy's error inside the block, restated in the query's terms (or None).
