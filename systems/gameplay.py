@@ -306,15 +306,13 @@ def _touching(world: World) -> tuple[bool, bool, bool]:
               0 if enemy is None else enemy.layout_version,
               0 if pickup is None else pickup.layout_version,
               0 if goal is None else goal.layout_version)
-    seen = (pos.data_version, layout)
-    found: tuple[bool, bool, bool] | None = recall(world, TOUCHING, seen)
-    if found is not None:
-        return found
-    boxes = derived(world, CONTACT_ROWS, layout,
-                    lambda: _contact_rows(pos, col, [player, enemy, pickup, goal]))
-    answer = _touch_test(pos, boxes)
-    remember(world, TOUCHING, seen, answer)
-    return answer
+
+    def test() -> tuple[bool, bool, bool]:
+        return _touch_test(pos, derived(
+            world, CONTACT_ROWS, layout,
+            lambda: _contact_rows(pos, col, [player, enemy, pickup, goal])))
+
+    return derived(world, TOUCHING, (pos.data_version, layout), test)
 
 
 def _touch_test(pos: ComponentStore, boxes: _ContactRows) -> tuple[bool, bool, bool]:

@@ -10,7 +10,7 @@ from ecs_engine import ChildOf, World, depth_levels
 from ecs_engine.components import LocalOffset, Position
 from ecs_engine.entity import key_slots
 from ecs_engine.storage import ComponentStore
-from ecs_engine.systems.versioned import derived, recall, remember
+from ecs_engine.systems.versioned import derived
 
 CACHE_KEY = "systems.transform.links"  # world.caches: the rows follow_parents works on
 # world.caches: who follows whom, as slots (the part of the links a Position move keeps)
@@ -43,13 +43,11 @@ def _links(world: World) -> _Links:
         world.store(ChildOf)
     # Parent links change only through world.set_parent, which moves ChildOf's version.
     tree_key = (offsets.layout_version, links.layout_version, links.data_version)
-    key = (positions.layout_version, *tree_key)
-    found = recall(world, CACHE_KEY, key)
-    if found is None:
-        tree = derived(world, TREE_KEY, tree_key, lambda: _find_tree(world))
-        found = _place(positions, tree)
-        remember(world, CACHE_KEY, key, found)
-    return found
+
+    def place() -> _Links:
+        return _place(positions, derived(world, TREE_KEY, tree_key, lambda: _find_tree(world)))
+
+    return derived(world, CACHE_KEY, (positions.layout_version, *tree_key), place)
 
 
 def _find_tree(world: World) -> _Tree:
