@@ -133,25 +133,6 @@ def test_deferred_changes_flush_when_a_columnless_block_closes() -> None:
         assert len(q) == 5
 
 
-def test_a_world_that_ran_queries_is_freed_with_its_last_name() -> None:
-    """The plans keep their last queries, and a query names its world: weakly, or every
-    world would be a reference cycle left to the cyclic collector (a 50 MB world
-    outliving its last name until the next collection)."""
-    world = _world()
-    with world.query(A, B) as q:
-        q[A]["v"] += 1
-    del q
-    gone = weakref.ref(world)
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        del world
-        assert gone() is None
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def test_a_query_kept_past_its_world_says_so() -> None:
     world = _world()
     kept = world.query(A)
