@@ -42,6 +42,7 @@ class Resolved(NamedTuple):
     unstepped_gather: bool
     prefix: Any  # QueryPlan._prefix: what alone sizes an aligned plan's rows (or None)
     keys: np.ndarray  # the first store's key array (aligned entities are a view of it)
+    within: Any = None  # QueryPlan._within: the group whose prefix serves it (or None)
 
 
 def layout_key(world: World, stores: tuple[ComponentStore, ...],

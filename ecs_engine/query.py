@@ -48,7 +48,7 @@ class QueryPlan:
 
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
                  "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
-                 "_prefix_keys", "_prefix_size",
+                 "_prefix_lead", "_prefix_keys", "_prefix_size", "_within",
                  "_layouts", "_signature", "_memo", "idle", "_clock", "_stamp")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
@@ -95,8 +95,14 @@ class QueryPlan:
         # What alone decides the rows of an aligned plan (see _resize): its one store, or
         # the group owning exactly its types. None: a full resolve.
         self._prefix: ComponentStore | Group | None = None
+        # the store that carries the prefix's size: the one store (its n), or one the
+        # group owns itself (its group_size)
+        self._prefix_lead: ComponentStore | None = None
         self._prefix_keys: np.ndarray = NO_KEYS  # its first store's keys and the size
         self._prefix_size = -1  # its rows had when last resolved (see resolve)
+        # The group whose prefix serves a plan over some of its types (see _within_level):
+        # rows resolve again as that prefix while a store of the plan has only members.
+        self._within: Group | None = None
         self._layouts: tuple[tuple[int, int], ...] = ()
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
@@ -144,6 +150,7 @@ class QueryPlan:
                 self.rows, self.entities = found.rows, found.entities
                 self.aligned, self.nested_gather = found.aligned, found.nested_gather
                 self.unstepped_gather, self._prefix = found.unstepped_gather, found.prefix
+                self._within = found.within
                 self._remember(world, first)
                 return
             before = tuple(map(_OWNED_LAYOUT, self.stores))
@@ -157,7 +164,7 @@ class QueryPlan:
         self._remember(world, first)
         self._memo.put(key, Resolved(self.rows, self.entities, self.aligned,
                                      self.nested_gather, self.unstepped_gather, self._prefix,
-                                     first.entities))
+                                     first.entities, self._within))
 
     def _reusable(self, world: World, aligned: bool, nested_gather: bool,
                   unstepped_gather: bool) -> bool:
@@ -187,7 +194,12 @@ class QueryPlan:
         prefix = self._prefix
         if prefix is not None:  # the rows are [0, this size) of the first store
             self._prefix_keys = first.entities
-            self._prefix_size = first.n if prefix is first else first.group_size
+            if prefix is first:
+                self._prefix_lead = first
+                self._prefix_size = first.n
+            else:
+                lead = self._prefix_lead = prefix.stores[0]  # type: ignore[union-attr]
+                self._prefix_size = lead.group_size
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._stamp = self._clock.stamp
         self._signature = (first.group_size, first.owner, first.entities,
@@ -197,22 +209,36 @@ class QueryPlan:
     def _resize(self, first: ComponentStore) -> bool:
         """Re-resolve an aligned plan whose rows are a prefix of known size: all of its
         one store, or the prefix of the group owning exactly its types (after a spawn
-        or despawn only the size moved). False: a full resolve is needed."""
+        or despawn only the size moved), or the prefix of a group with more types while
+        one store of the plan holds only that group's members. False: a full resolve is
+        needed."""
         prefix = self._prefix
         if prefix is None:
-            return False
-        if prefix is first:
+            within = self._within
+            if within is None:
+                return False
+            lead = within.stores[0]
+            if lead.owner is not within:  # (disbanded or replaced)
+                return False
+            size = lead.group_size
+            for store in self.stores:
+                if store.n == size:  # no entity outside the prefix has this type
+                    break
+            else:
+                return False
+        elif prefix is first:
             size = first.n
-        elif first.owner is prefix:  # (a disbanded or replaced group owns nothing)
-            size = first.group_size
         else:
-            return False
+            lead = prefix.stores[0]  # type: ignore[union-attr]
+            if lead.owner is not prefix:  # (a disbanded or replaced group owns nothing)
+                return False
+            size = lead.group_size
         self._set_aligned(slice(0, size), first)
         return True
 
     def _resolve(self, world: World) -> None:
         self.nested_gather = self.unstepped_gather = False
-        self._prefix = None
+        self._prefix = self._within = None
         stores = self.store_of
         if self.without:
             excluded = [s for t in self.without
@@ -240,15 +266,27 @@ class QueryPlan:
                 if not self.without:
                     self._prefix = group
                 return
-            if not excluded and self._within_group():
+            if not excluded and isinstance(owner, Group) and self._within_level(owner):
                 return
+        elif not excluded:
+            level = _innermost_owner(self.stores)  # stores of one chain of nested groups
+            if level is not None:
+                if set(self.types) == set(level.types):
+                    self._set_aligned(slice(0, level.size), first)
+                    if not self.without:
+                        self._prefix = level
+                    return
+                if self._within_level(level):
+                    return
 
         def skipped(store: ComponentStore) -> int:
-            """Leading rows no match can be in: a group's prefix, when its members all
-            have a type the query excludes."""
-            owner = store.owner
-            if isinstance(owner, Group) and any(e.owner is owner for e in excluded):
-                return store.group_size
+            """Leading rows no match can be in: the prefix of the outermost group over
+            this store whose members all have a type the query excludes."""
+            level = store.owner
+            while level is not None:
+                if any(e in level.stores for e in excluded):
+                    return level.size
+                level = level.inner
             return 0
 
         if excluded:
@@ -281,6 +319,8 @@ class QueryPlan:
             rows[driver_type] = mask.nonzero()[0] + start
         self.rows = rows
         if not excluded:
+            if self._nest(world, rows, len(mask) if every else int(_count(mask))):
+                return
             # Gathered only because another query is open or no step runs: retried
             # (when outermost, or if it ran outermost outside a step, inside one).
             self.nested_gather = world._open_queries > 1 or not world.stepping
@@ -295,15 +335,50 @@ class QueryPlan:
         self.entities = entities
         self.aligned = False
 
-    def _within_group(self) -> bool:
-        """Serve a query over some of one group's types by the group's prefix, when no
+    def _nest(self, world: World, rows: dict[type, slice | np.ndarray], matches: int) -> bool:
+        """Serve a writing query over some stores of a chain of groups and some stores no
+        group owns, whose matches (``rows``, ``matches`` of them) are all members of the
+        chain's innermost group, by a group nested in that one over its types and the
+        free ones (EnTT's nested groups): its prefix is then exactly the matches, now
+        and after any structural change. Made where a group would be (``auto_group``,
+        outermost query), as a group would: once, kept in snapshots and saves, so it
+        replays exactly. A single match is a view anyway: nothing is made for it (the
+        one nested group a group holds stays free for a query that needs it). True if
+        served."""
+        if not self.may_create or not world.auto_group or world._open_queries > 1:
+            return False
+        if matches < 2:
+            return False
+        level = _innermost_owner(self.stores, free=True)
+        if level is None:
+            return False
+        lead_type = next(t for t, s in self.store_of.items() if s.owner is not None)
+        lead_rows = rows[lead_type]
+        top = lead_rows.stop - 1 if isinstance(lead_rows, slice) else int(lead_rows.max())
+        if top >= level.size:
+            return False  # a match outside the group: a nested group would not serve it
+        free = [t for t, s in self.store_of.items() if s.owner is None]
+        if not free:
+            return False
+        types = [*free, *level.types]
+        group = Group(types, [world._store(t) for t in types], outer=level)
+        world._groups.append(group)
+        first = self.stores[0]
+        self._set_aligned(slice(0, group.size), first)
+        if not self.without:
+            if len(types) == len(self.types):
+                self._prefix = group
+            else:
+                self._within = group
+        return True
+
+    def _within_level(self, level: Group) -> bool:
+        """Serve a query over some of one group's types (``level``: the group, or the
+        innermost of a nested chain over the stores) by the group's prefix, when no
         entity outside the prefix has all the queried types (checked on the rows past the
         prefix of the smallest store, usually few). True if served."""
         first = self.stores[0]
-        owner = first.owner
-        if not isinstance(owner, Group) or any(s.owner is not owner for s in self.stores):
-            return False
-        size = owner.size
+        size = level.size
         driver = min(self.stores, key=lambda s: s.n)
         if driver.n > size:
             slots = key_slots(driver.entities[size : driver.n])
@@ -314,6 +389,8 @@ class QueryPlan:
             if outside.any():
                 return False
         self._set_aligned(slice(0, size), first)  # the prefix holds the same keys in all
+        if not self.without:
+            self._within = level
         return True
 
     def _align_in_group(self, world: World) -> bool:
@@ -374,6 +451,29 @@ class QueryPlan:
         self.rows = dict.fromkeys(self.types, rows)
         self.entities = _readonly(store.entities[rows])
         self.aligned = True
+
+
+def _innermost_owner(stores: tuple[ComponentStore, ...], free: bool = False) -> Group | None:
+    """The innermost group of the one chain of nested groups that owns ``stores``
+    (None if their owners are not one chain; with ``free``, stores no group owns are
+    allowed, and the answer is the chain's innermost group, which may nest more).
+    Every store of the chain below it belongs to it too."""
+    innermost: Group | None = None
+    for store in stores:
+        owner = store.owner
+        if owner is None:
+            if not free:
+                return None
+            continue
+        if innermost is None:
+            innermost = owner
+        elif owner.root is not innermost.root:
+            return None
+        elif owner.depth > innermost.depth:
+            innermost = owner
+    if innermost is not None and free:
+        innermost = innermost.chain()[-1]
+    return innermost
 
 
 def _as_run(rows: np.ndarray) -> slice | np.ndarray:
@@ -485,10 +585,10 @@ class Query:
             return self
         prefix = plan._prefix
         if prefix is not None:  # rows [0, size) of one key array: nothing else to check
-            first = plan.stores[0]
-            if first.entities is plan._prefix_keys and plan._prefix_size == (
-                    first.n if prefix is first
-                    else first.group_size if first.owner is prefix else -1):
+            lead = plan._prefix_lead
+            if lead is not None and plan.stores[0].entities is plan._prefix_keys and (
+                    plan._prefix_size == (lead.n if prefix is lead else lead.group_size
+                                          if lead.owner is prefix else -1)):
                 # (the columns and keys are views: rows that moved inside it show)
                 self.entities = plan.entities
                 return self

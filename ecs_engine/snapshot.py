@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE, SLOT_BITS
-from ecs_engine.group import Group
+from ecs_engine.group import Group, nested_outer
 from ecs_engine.memcopy import as_bytes, pack_copies, root_of, take_over
 from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import SlotTable
@@ -554,12 +554,19 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
             names
         ):
             raise SaveFileError(f"group {list(names)} names unknown or repeated components")
-        size = by_name[names[0]].group_size
-        first = by_name[names[0]].entities[:size]
+    nesting = group_nesting(snap.groups)
+    holders = [outer for outer, _ in nesting if outer is not None]
+    for outer in holders:
+        if holders.count(outer) > 1:
+            raise SaveFileError(f"group {list(snap.groups[outer])} holds two nested groups "
+                                f"(a group holds one)")
+    for names, (_outer, own) in zip(snap.groups, nesting, strict=True):
+        size = by_name[own[0]].group_size
+        first = by_name[own[0]].entities[:size]
         for n in names:
             s = by_name[n]
-            if s.group_size != size or size > s.n or not np.array_equal(s.entities[:size],
-                                                                         first):
+            if ((n in own and s.group_size != size) or size > s.n
+                    or not np.array_equal(s.entities[:size], first)):
                 raise SaveFileError(f"group {list(names)}: rows are not aligned")
         # Complete: every entity with all of the group's components is in the prefix
         # (queries over the group read only the prefix, so one outside would be skipped).
@@ -571,7 +578,7 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
             raise SaveFileError(f"group {list(names)}: {count - size} entities have every "
                                 f"component of the group but are outside its first {size} "
                                 f"rows")
-    grouped = [n for names in snap.groups for n in names]
+    grouped = [n for _, own in nesting for n in own]
     if len(set(grouped)) != len(grouped):
         raise SaveFileError("a component belongs to two groups")
     for s in snap.stores:
@@ -580,6 +587,17 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
                                 f"group owns it")
     del types
     return sparses
+
+
+def group_nesting(groups: tuple[tuple[str, ...], ...]) -> list[tuple[int | None, tuple[str, ...]]]:
+    """For each group (by component names, in creation order): the index of the group it
+    is nested in (None: none) and its own components (those its outer group lacks)."""
+    out: list[tuple[int | None, tuple[str, ...]]] = []
+    for i, names in enumerate(groups):
+        outer = nested_outer(names, groups[:i])
+        inherited = set(groups[outer]) if outer is not None else set()
+        out.append((outer, tuple(n for n in names if n not in inherited)))
+    return out
 
 
 def _validate_hierarchy(snap: Snapshot, rows: np.ndarray) -> None:
@@ -790,10 +808,13 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
         if viewed:  # ... and may write again, also if it dies before the next look:
             store.touch()  # the store's version must not claim the snapshot's rows
     by_name = {s.name: s for s in snap.stores}
-    for names in snap.groups:
+    for names, (nested_in, own_names) in zip(snap.groups, group_nesting(snap.groups),
+                                             strict=True):
         stores = [world._stores[types[n]] for n in names]
         world._groups.append(Group([types[n] for n in names], stores,
-                                   adopt_size=by_name[names[0]].group_size))
+                                   adopt_size=by_name[own_names[0]].group_size,
+                                   outer=None if nested_in is None
+                                   else world._groups[nested_in]))
     world.resources = copy_resources(snap.resources)
     world.tick = snap.tick
     if rng is world.rng:

@@ -324,6 +324,47 @@ class ComponentStore:
         self._touch_layout_rows(at, row)
         return at
 
+    def insert_chain(self, key: int, slot: int, ats: list[int]) -> int:
+        """``insert_one`` for an entity joining nested groups: ``ats`` are their sizes,
+        innermost first (ascending). The row at each position moves to the next one out
+        (the outermost's to the end), and the entity takes ``ats[0]``, which it returns."""
+        if len(ats) == 1:
+            return self.insert_one(key, slot, ats[0])
+        row = self.n
+        if row >= len(self.data):
+            self.reserve(row + 1)
+        hole = row
+        for at in reversed(ats):
+            if at != hole:
+                self._move_one(hole, at)
+                hole = at
+        self.key_marks[hole] = key
+        self.sparse[slot] = hole
+        self.n = row + 1
+        self._touch_layout_rows(hole, row)
+        for at in ats:
+            self.chunk_marks[at // CHUNK_ROWS] = self.data_version
+        return hole
+
+    def remove_chain(self, row: int, slot: int, lasts: list[int]) -> None:
+        """``remove_group_one`` for a member of nested groups: ``lasts`` are their last
+        rows, innermost first (ascending). Each level's last row fills the hole, which
+        moves out level by level, and the store's last row fills the last hole."""
+        end = self.n - 1
+        self.sparse[slot] = -1
+        hole = row
+        for last in lasts:
+            if last != hole:
+                self._move_one(hole, last)
+                hole = last
+        if hole != end:
+            self._move_one(hole, end)
+        self.n = end
+        self._touch_layout_rows(row, end)
+        version = self.data_version
+        for last in lasts:  # every row that moved
+            self.chunk_marks[last // CHUNK_ROWS] = version
+
     def place_rows(self, dst: np.ndarray, src: np.ndarray) -> None:
         """Permute rows: row ``src[j]`` moves to ``dst[j]`` (values, keys and the index);
         ``dst`` and ``src`` hold the same distinct live rows. Only their chunks change."""

@@ -32,7 +32,7 @@ from ecs_engine.entity import (
     key_str,
     reject_repeats,
 )
-from ecs_engine.group import Group
+from ecs_engine.group import Group, insert_positions, join_levels
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.memcopy import BufferPool
 from ecs_engine.query import IDLE_REFS, NO_KEYS, Query, QueryPlan
@@ -298,14 +298,16 @@ class World:
             if owner is not None:
                 if lead is None:
                     lead = owner
-                elif owner is not lead:
+                elif owner is not lead and owner.root is not lead.root:
                     return None  # stores of two groups: the general path
                 owned += 1
         slots = self._slots
         key, slot = slots.allocate_one()
         if len(slots.generations) != self._slot_capacity:
             self._cover_slots()
-        if lead is not None and owned == len(lead.stores):
+        if lead is not None and (lead.inner is not None or lead.outer is not None):
+            self._insert_nested(components, picked, lead.root, key, slot)
+        elif lead is not None and owned == len(lead.stores):
             # The entity joins the group: in each of its stores it takes the row after
             # the group's prefix (whose entity moves to the end): one move, no swaps.
             at = lead.size
@@ -364,6 +366,22 @@ class World:
         keys.flags.writeable = False  # the caller's copy; stores hold their own
         return keys
 
+    @staticmethod
+    def _insert_nested(components: Sequence[Any], stores: list[ComponentStore], root: Group,
+                       key: int, slot: int) -> None:
+        """Rows for one new entity (its ``key`` and ``slot``) with single ``components``
+        in ``stores``, some owned by the chain of nested groups under ``root``: in each
+        level it joins, it takes the row after that level's prefix (see
+        ``ComponentStore.insert_chain``)."""
+        joined = join_levels(stores, root)
+        for comp, store in zip(components, stores, strict=True):
+            ats = insert_positions(store, joined)
+            row = store.append_one(key, slot) if ats is None else store.insert_chain(
+                key, slot, ats)  # may reallocate: write after
+            comp._write_one(store.data, row)
+        for level in joined:
+            level.grow_one()
+
     def _spawn_few(self, components: tuple[Any, ...], count: Any) -> np.ndarray | None:
         """``spawn_batch`` of 1 to ``SMALL_SPAWN`` entities of components whose types have
         stores (none a parent link, none given twice, batches of one length that ``count``,
@@ -400,17 +418,11 @@ class World:
         # The groups the entities join (every store of theirs is given): in those stores
         # each entity takes the row after the group's prefix, as in _spawn_one (the
         # layout of an append and a swap into the prefix, in one move).
-        joined: list[Group] = []
-        joins: list[Group | None] = []
+        joined: list[Group] = []  # outermost first within each chain
         for store in stores:
             owner = store.owner
-            if owner is not None and (owner in joined
-                                      or all(s in stores for s in owner.stores)):
-                if owner not in joined:
-                    joined.append(owner)
-                joins.append(owner)
-            else:
-                joins.append(None)
+            if owner is not None and owner.root not in joined:
+                joined += join_levels(stores, owner.root)
         # Every row as a tuple in field order, converted once (None: a field with a
         # per-row shape, written by _write_row).
         rows = [comp._row_tuples(n) for comp in comps]
@@ -420,9 +432,10 @@ class World:
             key, slot = slots.allocate_one()
             if len(slots.generations) != self._slot_capacity:
                 self._cover_slots()
-            for comp, store, group, values in zip(comps, stores, joins, rows, strict=True):
-                if group is not None:
-                    row = store.insert_one(key, slot, group.size)
+            for comp, store, values in zip(comps, stores, rows, strict=True):
+                ats = insert_positions(store, joined)
+                if ats is not None:
+                    row = store.insert_chain(key, slot, ats)
                 else:
                     row = store.append_one(key, slot)
                 if values is not None:  # (written after the move: it may reallocate)
@@ -561,11 +574,16 @@ class World:
                 owner = store.owner
                 if isinstance(owner, Group) and owner not in entering:
                     entering.append(owner)
+            roots: list[Group] = []
             for group in entering:
+                if group.root not in roots:
+                    roots.append(group.root)
+            for root in roots:
                 # Fresh keys have exactly the given types: all join a group whose every
-                # store got them (as each store's last rows), none join another.
-                if all(s in filled for s in group.stores):
-                    group.enter_appended(len(keys))
+                # store got them (as each store's last rows), none join another; nested
+                # groups after the group they are nested in.
+                for level in join_levels(filled, root):
+                    level.enter_appended(len(keys))
             return
         slots = key_slots(keys)
         for comp in comps:
@@ -862,24 +880,49 @@ class World:
         return query
 
     def group(self, *types: type) -> Group:
-        """Create an owning group so queries over exactly these types get aligned views."""
+        """Create an owning group so queries over exactly these types get aligned views.
+
+        Types that include every type of an existing group (and of the group nested in
+        it, if any) plus new ones make a *nested* group: its members (entities with all
+        ``types``) come first inside the outer group's rows, so queries over any of these
+        types that only its members match get views too."""
         if len(types) < 2 or len(set(types)) != len(types):
             raise ValueError("a group needs at least two different component types")
         if self._deferring:
             raise RuntimeError("cannot create a group while a query is open")
         stores = [self._store(t) for t in types]
         owned = [s for s in stores if s.owner is not None]
-        if owned:
+        outer = self._nest_target(stores) if owned else None
+        if owned and outer is None:
             groups = {id(s.owner): s.owner for s in owned}.values()
             names = "; ".join("(" + ", ".join(schema_of(t).name for t in g.types) + ")"
                               for g in groups if isinstance(g, Group))
             raise ValueError(f"{', '.join(s.schema.name for s in owned)} already belong to the "
-                             f"group {names} (a store has one group; writing queries create "
-                             f"one the first time: create groups up front, or use "
-                             f"World(auto_group=False))")
-        group = Group(types, stores)
+                             f"group {names} (a store has one group; a new group may nest in "
+                             f"one only with all of its types plus new ones, one nested group "
+                             f"per group; writing queries create groups the first time: "
+                             f"create groups up front, or use World(auto_group=False))")
+        group = Group(types, stores, outer=outer)
         self._groups.append(group)
         return group
+
+    @staticmethod
+    def _nest_target(stores: Sequence[ComponentStore]) -> Group | None:
+        """The group a new group over ``stores`` would nest in: the innermost level of
+        the one chain that owns some of them, when ``stores`` hold all of its stores,
+        at least one store no group owns, and it holds no nested group yet."""
+        owners = {id(s.owner): s.owner for s in stores if s.owner is not None}
+        if not owners:
+            return None
+        innermost = max(owners.values(), key=lambda g: g.depth)
+        if any(g.root is not innermost.root for g in owners.values()):
+            return None
+        innermost = innermost.chain()[-1]
+        if innermost.inner is not None or len(stores) <= len(innermost.stores):
+            return None
+        if not all(s in stores for s in innermost.stores):
+            return None
+        return innermost
 
     def _group_for(self, types: Sequence[type], may_create: bool = True,
                    stores: Sequence[ComponentStore] | None = None) -> Group | None:
@@ -973,7 +1016,8 @@ class World:
                 dropped.append(store)
                 del self._types_by_name[store.schema.name]
                 if store.owner is not None:
-                    self._groups = [g for g in self._groups if g is not store.owner]
+                    gone = store.owner.chain()  # with the groups nested in it
+                    self._groups = [g for g in self._groups if g not in gone]
                     store.owner.disband()
             if dropped:  # a plan resolved in the block holds its stores for good: forget it
                 stale = [k for k, p in self._plans.items()

@@ -125,6 +125,9 @@ def test_a_gathered_plan_outside_a_step_is_reused_until_rows_move(
         if i % 2 == 0:
             world.add(key, G(v=key & 0xFFFF))
             have[key].add(G)
+    loose = int(world.spawn(V(), G()))  # a match outside the group: no nested group serves
+    world.get(loose, V)["v"] = world.get(loose, G)["v"] = loose & 0xFFFF
+    have[loose] = {V, G}
     check(world, (P, V), have)  # the group (P, V): (V, G) gathers beside it
     assert not check(world, (V, G), have)
     calls = count_resolves(monkeypatch)

@@ -58,7 +58,13 @@ def check_invariants(world: World) -> None:
     for group in world._groups:
         first = group.stores[0].entities[: group.size]
         for store in group.stores:
-            assert store.group_size == group.size
+            # a nested group's prefix lies inside its outer group's (which own the rest)
+            if store in group.own:
+                assert store.group_size == group.size
+                assert store.owner is group
+            else:
+                assert group.outer is not None and store in group.outer.stores
+                assert store.group_size >= group.size
             assert np.array_equal(store.entities[: group.size], first)
         # complete: every entity with all the group's components is inside the prefix
         common = set(group.stores[0].entities[: group.stores[0].n].tolist())
