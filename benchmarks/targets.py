@@ -396,6 +396,11 @@ def t_unserved(ix: Index) -> list[Outcome]:
                      ("unserved", "gravity", "unserved", n, "half"),
                      ("unserved", "gravity", "aligned", n, "half"),
                      note="rows scattered through the stores: gathered")),
+        _ratio(ix, "13c", "(Velocity, Gravity) beside the collision group, 100k, half fall, "
+               "10% respawned, the group the query nests (auto_group): nested / aligned",
+               "<= 2x", 2.0, False,
+               ("unserved", "gravity", "nested", n, "half"),
+               ("unserved", "gravity", "aligned", n, "half")),
     ]
 
 

@@ -189,6 +189,7 @@ def synthetic(**scale: float) -> list[dict[str, Any]]:
         recs += [r("percall", op, "engine", 100, t), r("percall", op, other, 100, 1.0)]
     for variant in ("stress", "half"):
         recs += [r("unserved", "gravity", "unserved", 100_000, 1.5, variant),
+                 r("unserved", "gravity", "nested", 100_000, 1.1, variant),
                  r("unserved", "gravity", "aligned", 100_000, 1.0, variant)]
     recs.append(r("demotick", "demo_tick", "engine", 69, 0.01, per_tick_ms=0.3))
     return recs
@@ -202,6 +203,9 @@ def test_issue_11_targets_fail_when_slow() -> None:
     assert calls["12c"].status == FAIL and calls["12a"].status == PASS
     gather = {o.id: o for o in evaluate(synthetic(**{"gravity:unserved": 2.0}))}
     assert gather["13a"].status == FAIL and gather["13b"].status == INFO
+    assert gather["13c"].status == PASS
+    nested = {o.id: o for o in evaluate(synthetic(**{"gravity:nested": 2.5}))}
+    assert nested["13c"].status == FAIL and nested["13a"].status == PASS
 
 
 def test_scaleout_targets_fail_when_slow_or_unverified() -> None:
