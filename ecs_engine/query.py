@@ -49,7 +49,7 @@ class QueryPlan:
     __slots__ = ("types", "without", "readonly", "may_create", "stores", "store_of", "rows",
                  "entities", "aligned", "nested_gather", "unstepped_gather", "_prefix",
                  "_prefix_lead", "_prefix_keys", "_prefix_size", "_within",
-                 "_layouts", "_signature", "_memo", "idle", "_clock", "_stamp")
+                 "_layouts", "_signature", "_memo", "idle", "_clock", "_stamp", "settled")
 
     def __init__(self, world: World, types: Iterable[type], without: Iterable[type] = (),
                  readonly: Iterable[type] = ()) -> None:
@@ -107,6 +107,9 @@ class QueryPlan:
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
         self._stamp = -1
+        # A gathered plan whose rows no call could resolve better while the clock stands
+        # (see _is_settled): its block takes them as they are, like an aligned plan's.
+        self.settled = False
 
     def _excluded(self, world: World) -> tuple[int, ...]:
         stores = world._stores
@@ -139,6 +142,7 @@ class QueryPlan:
                          or self._reusable(world, False, self.nested_gather,
                                            self.unstepped_gather))):
                 self._stamp = self._clock.stamp
+                self.settled = self._is_settled(world)
                 return  # ... and a gathered query re-resolves while it could get a group or views
             if self._resize(first):
                 self._remember(world, first)
@@ -165,6 +169,24 @@ class QueryPlan:
         self._memo.put(key, Resolved(self.rows, self.entities, self.aligned,
                                      self.nested_gather, self.unstepped_gather, self._prefix,
                                      first.entities, self._within))
+
+    def _is_settled(self, world: World) -> bool:
+        """Whether gathered rows serve every call until the layout clock moves: nothing
+        but a structural change (which moves the clock: a group made or given up, rows
+        moved, ``auto_group`` switched) could let a call resolve them better. Not while
+        they were gathered only because of when they ran (nested, or outside a step)."""
+        if self.aligned:
+            return False  # (aligned plans take the clock's fast path anyway)
+        if len(self.types) == 1:
+            return True
+        if self.nested_gather:
+            return False
+        if not self.may_create or not world.auto_group:
+            return True
+        for store in self.stores:
+            if store.owner is not None:
+                return True
+        return False
 
     def _reusable(self, world: World, aligned: bool, nested_gather: bool,
                   unstepped_gather: bool) -> bool:
@@ -202,6 +224,7 @@ class QueryPlan:
                 self._prefix_size = lead.group_size
         self._layouts = tuple(map(_LAYOUT, self.stores))
         self._stamp = self._clock.stamp
+        self.settled = self._is_settled(world)
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),
                            first.layout_version)
@@ -580,7 +603,7 @@ class Query:
                                "as in `world = load(); with world.query(...) as q:`)")
         world._open_queries += 1
         plan = self._plan
-        if plan._stamp == plan._clock.stamp and plan.aligned:
+        if plan._stamp == plan._clock.stamp and (plan.aligned or plan.settled):
             self.entities = plan.entities  # no store moved rows since the last check
             return self
         prefix = plan._prefix

@@ -95,7 +95,7 @@ class World:
         self._flushing = False
         self._hierarchy = HierarchyIndex()  # children by parent, derived from ChildOf
         self._pending_spawns: list[np.ndarray] = []  # keys spawned inside a query block
-        self.auto_group = auto_group
+        self._auto_group = auto_group
         self._restore_callbacks: list[Callable[[World, RestoreEvent], Any]] = []
         self._last_snapshot: weakref.ref[Snapshot] | None = None
         # Counts restores and loads (jumps to states the ticks before need not lead to);
@@ -118,6 +118,17 @@ class World:
         # it), so queries reorder rows for views only then: a query from a renderer, a
         # test or an on_restore callback between ticks leaves the state as it was.
         self.stepping = False
+
+    @property
+    def auto_group(self) -> bool:
+        """Whether writing queries make (and nest) owning groups themselves."""
+        return self._auto_group
+
+    @auto_group.setter
+    def auto_group(self, value: bool) -> None:
+        self._auto_group = bool(value)
+        # cached query plans decided with the old setting look at their rows again
+        self._layout_clock.stamp += 1
 
     # -- stores -------------------------------------------------------------------------
     def _store(self, ctype: type) -> ComponentStore:
@@ -935,7 +946,7 @@ class World:
         owner = stores[0].owner
         if isinstance(owner, Group) and set(owner.types) == set(types):
             return owner
-        if may_create and owner is None and self.auto_group and self._open_queries <= 1 and all(
+        if may_create and owner is None and self._auto_group and self._open_queries <= 1 and all(
             s.owner is None for s in stores
         ):
             group = Group(types, stores)

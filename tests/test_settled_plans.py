@@ -1,0 +1,101 @@
+"""Gathered query plans that nothing but a structural change could serve better are
+"settled": while the world's layout clock stands, their blocks take the rows as they are,
+without calling ``QueryPlan.resolve`` (as aligned plans do). A plan gathered only because
+of when it ran (inside another block, or outside a step) is not, and switching
+``auto_group`` moves the clock so settled plans look again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ecs_engine import World, component
+from ecs_engine.query import QueryPlan
+
+
+@component(name="SettleA")
+class A:
+    v: np.int64 = 0
+
+
+@component(name="SettleB")
+class B:
+    v: np.int64 = 0
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    real = QueryPlan.resolve
+
+    def counted(self: QueryPlan, world: World) -> None:
+        calls[0] += 1
+        real(self, world)
+
+    monkeypatch.setattr(QueryPlan, "resolve", counted)
+    return calls
+
+
+def scattered(auto_group: bool) -> tuple[World, list[int]]:
+    """B on every other A: a query over (A, B) gathers unless a group is made."""
+    world = World(auto_group=auto_group)
+    keys = []
+    for i in range(6):
+        comps: list[object] = [A(v=i)] + ([B(v=i)] if i % 2 == 0 else [])
+        keys.append(int(world.spawn(*comps)))
+    return world, keys
+
+
+def bump(world: World, dt: float) -> None:
+    with world.query(A, B, readonly=(A,)) as q:
+        q[B]["v"] += 1
+
+
+def test_a_settled_gathered_plan_skips_resolve_until_the_clock_moves(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    world, keys = scattered(auto_group=False)
+    world.add_system(bump)
+    world.step(0.0)  # resolves (gathered: no group may be made)
+    calls = count_calls(monkeypatch)
+    for _ in range(3):
+        world.step(0.0)
+    assert calls[0] == 0
+    assert [world.get(k, B)["v"] for k in keys[::2]] == [4, 6, 8]
+    key = int(world.spawn(A(v=10), B(v=10)))  # the clock moves: rows are looked at again
+    world.step(0.0)
+    assert calls[0] == 1
+    assert world.get(key, B)["v"] == 11
+    with world.query(A, B, readonly=(A, B)) as q:
+        assert not q.aligned and len(q) == 4
+
+
+def test_switching_auto_group_on_lets_a_settled_plan_make_its_group() -> None:
+    world, _ = scattered(auto_group=False)
+    world.add_system(bump)
+    world.step(0.0)
+    with world.query(A, B, readonly=(A, B)) as q:
+        assert not q.aligned
+    world.auto_group = True
+    world.step(0.0)  # the same plan, no structural change: it makes the group now
+    with world.query(A, B, readonly=(A, B)) as q:
+        assert q.aligned
+    assert len(world._groups) == 1
+
+
+def test_a_plan_gathered_inside_another_block_is_not_settled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    world, _ = scattered(auto_group=True)
+
+    def nested(world: World, dt: float) -> None:
+        with world.query(A, readonly=(A,)):
+            bump(world, dt)  # inside another block: gathered, no group made here
+
+    world.add_system(nested)
+    world.step(0.0)
+    calls = count_calls(monkeypatch)
+    world.step(0.0)
+    assert calls[0] >= 1  # still looks on every call: an outermost one could do better
+    world.remove_system(nested)
+    world.add_system(bump)
+    world.step(0.0)  # outermost in a step: makes the group
+    with world.query(A, B, readonly=(A, B)) as q:
+        assert q.aligned
