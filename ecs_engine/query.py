@@ -28,7 +28,9 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
     return view
 
 
-_LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
+# Rows depend on a store's layout and group prefix; whether a gathered plan nests a
+# group (or follows one) on the groups too, and a restore makes new ones for its groups
+# (a restore to before a nested group existed keeps every other store's layout).
 _OWNED_LAYOUT = operator.attrgetter("layout_version", "group_size", "owner")
 _ROWS = operator.attrgetter("n")
 NO_KEYS = np.zeros(0, np.uint64)  # the keys of a query whose block has not opened (shared)
@@ -103,7 +105,7 @@ class QueryPlan:
         # The group whose prefix serves a plan over some of its types (see _within_level):
         # rows resolve again as that prefix while a store of the plan has only members.
         self._within: Group | None = None
-        self._layouts: tuple[tuple[int, int], ...] = ()
+        self._layouts: tuple[tuple[Any, ...], ...] = ()
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
         self._stamp = -1
@@ -133,7 +135,7 @@ class QueryPlan:
                  or (first.layout_version == sig[4] and first.entities is sig[2]
                      and first.group_size == sig[0] and first.owner is sig[1]
                      and (len(self.stores) == 1
-                          or tuple(map(_LAYOUT, self.stores)) == self._layouts)
+                          or tuple(map(_OWNED_LAYOUT, self.stores)) == self._layouts)
                      and (not self.without or self._excluded(world) == sig[3])))
                     and (self.aligned  # (the common case, without a call)
                          or self._reusable(world, False, self.nested_gather,
@@ -208,7 +210,7 @@ class QueryPlan:
             else:
                 lead = self._prefix_lead = prefix.stores[0]  # type: ignore[union-attr]
                 self._prefix_size = lead.group_size
-        self._layouts = tuple(map(_LAYOUT, self.stores))
+        self._layouts = tuple(map(_OWNED_LAYOUT, self.stores))
         self._stamp = self._clock.stamp
         self._signature = (first.group_size, first.owner, first.entities,
                            self._excluded(world) if self.without else (),
