@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ecs_engine import World
+from ecs_engine import Rollback, World
 from tests.test_nested_groups import A, B, C, D
 from tests.world_state import check_invariants
 
@@ -79,3 +79,34 @@ def test_a_plan_that_followed_the_group_nests_after_a_restore_to_before_the_nest
     check_invariants(world)
     assert len(world._groups) == len(fresh._groups) == 2
     assert world.state_hash() == fresh.state_hash()
+
+
+def input_world() -> World:
+    """``nest_world`` with a system that runs a writing query chosen by the tick's input:
+    1 nests (C, A, B), 2 queries (D, B)."""
+    world = nest_world()
+
+    def system(w: World, dt: float) -> None:
+        shape = {1: (B, C), 2: (D, B)}.get(w.resources.get("input"))
+        if shape is not None:
+            write(w, *shape)
+
+    world.add_system(system)
+    return world
+
+
+def test_a_rollback_past_a_nest_lands_where_the_corrected_inputs_lead() -> None:
+    """A misprediction nests (C, A, B); the rollback to before it re-simulates with the
+    right inputs, and must reach the state of a world that got them on time (a peer):
+    there (D, B) nests (D, A, B)."""
+    world = input_world()
+    rollback = Rollback(world, frames=4)
+    rollback.advance(1)  # (B, C) nests (C, A, B)
+    rollback.advance(2)  # (D, B) beside it: no nest of its own
+    rollback.rollback(0, [0, 2])
+    peer = input_world()
+    on_time = Rollback(peer, frames=4)
+    on_time.advance(0)
+    on_time.advance(2)
+    assert [len(g.types) for g in world._groups] == [len(g.types) for g in peer._groups]
+    assert world.state_hash() == peer.state_hash()
