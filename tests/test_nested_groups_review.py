@@ -4,11 +4,14 @@ blocks, rollbacks, hand-made save files). Each test pins a bug found in review."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
-from ecs_engine import Rollback, World
+from ecs_engine import Rollback, SaveFileError, Snapshot, World
 from tests.test_nested_groups import A, B, C, D
-from tests.world_state import check_invariants
+from tests.world_state import check_invariants, world_state
 
 
 def nest_world() -> World:
@@ -87,7 +90,7 @@ def input_world() -> World:
     world = nest_world()
 
     def system(w: World, dt: float) -> None:
-        shape = {1: (B, C), 2: (D, B)}.get(w.resources.get("input"))
+        shape = {1: (B, C), 2: (D, B)}.get(w.resources.get("input", 0))
         if shape is not None:
             write(w, *shape)
 
@@ -110,3 +113,65 @@ def test_a_rollback_past_a_nest_lands_where_the_corrected_inputs_lead() -> None:
     on_time.advance(2)
     assert [len(g.types) for g in world._groups] == [len(g.types) for g in peer._groups]
     assert world.state_hash() == peer.state_hash()
+
+
+def chain_snapshot() -> Snapshot:
+    """A world with the chain (A, B) > (C, A, B) > (D, C, A, B), as a snapshot."""
+    world = World(seed=2, auto_group=False)
+    world.group(A, B)
+    world.group(A, B, C)
+    world.group(A, B, C, D)
+    world.spawn_batch(A(v=np.arange(9)), B(), count=9)
+    keys = world.spawn_batch(A(), B(), C(), count=6)
+    world.add_batch(keys[::2], D())
+    world.spawn_batch(B(), C(), D(), count=2)  # not members: A missing
+    assert [g.size for g in world._groups] == [15, 6, 3]
+    return world.snapshot()
+
+
+def loads(groups: tuple[tuple[str, ...], ...]) -> World:
+    """A world holding one entity, after restoring ``chain_snapshot`` with ``groups`` as
+    its groups through bytes (raises what the restore raises, after checking that a
+    refused file left the world as it was)."""
+    bad = replace(chain_snapshot(), groups=groups)
+    world = World(seed=3)
+    world.register(A, B, C, D)
+    world.spawn(A(), B())
+    before = world_state(world)
+    try:
+        world.restore(Snapshot.from_bytes(bad.to_bytes()))
+    except SaveFileError:
+        assert world_state(world) == before
+        raise
+    return world
+
+
+GOOD = (("NestA", "NestB"), ("NestC", "NestA", "NestB"),
+        ("NestD", "NestC", "NestA", "NestB"))
+
+
+def test_a_save_with_a_chain_of_nested_groups_loads_back_to_the_same_state() -> None:
+    source = World(seed=2)
+    source.restore(chain_snapshot())
+    world = loads(GOOD)
+    check_invariants(world)
+    assert world.state_hash() == source.state_hash()
+
+
+@pytest.mark.parametrize("groups", [
+    (("NestA", "NestB"), ("NestA", "NestB", "NestC"), GOOD[2]),  # own names last
+    (GOOD[0], GOOD[1], ("NestD", "NestA", "NestB", "NestC")),  # the outer's names reordered
+    (("NestA", "NestB"), ("NestC", "NestB", "NestA"), GOOD[2]),
+])
+def test_a_save_with_a_nested_groups_names_out_of_order_is_refused(
+        groups: tuple[tuple[str, ...], ...]) -> None:
+    """A nested group's names are its own, then its outer group's in that group's order
+    (as saves write them): another order is not a state any world holds (loading it
+    would put the group in the order a save writes, whose state hash differs)."""
+    with pytest.raises(SaveFileError, match="out of order"):
+        loads(groups)
+
+
+def test_a_save_listing_a_nested_group_before_its_outer_group_is_refused() -> None:
+    with pytest.raises(SaveFileError, match="before"):
+        loads((GOOD[1], GOOD[0], GOOD[2]))
