@@ -137,8 +137,9 @@ class QueryPlan:
                      and (len(self.stores) == 1
                           or tuple(map(_OWNED_LAYOUT, self.stores)) == self._layouts)
                      and (not self.without or self._excluded(world) == sig[3])))
-                    and (self.aligned  # (the common case, without a call)
-                         or self._reusable(world, False, self.nested_gather,
+                    and (self._prefix is not None  # (the common cases, without a call)
+                         or self._within is not None
+                         or self._reusable(world, self.aligned, self.nested_gather,
                                            self.unstepped_gather, self.rows,
                                            len(self.entities)))):
                 self._stamp = self._clock.stamp
@@ -148,9 +149,11 @@ class QueryPlan:
                 return
             key = self._memo_key(world)
             found = self._memo.get(key, first.entities)
-            if found is not None and self._reusable(world, found.aligned, found.nested_gather,
-                                                    found.unstepped_gather, found.rows,
-                                                    len(found.entities)):
+            if found is not None and (
+                    found.prefix is not None or found.within is not None
+                    or self._reusable(world, found.aligned, found.nested_gather,
+                                      found.unstepped_gather, found.rows,
+                                      len(found.entities))):
                 self.rows, self.entities = found.rows, found.entities
                 self.aligned, self.nested_gather = found.aligned, found.nested_gather
                 self.unstepped_gather, self._prefix = found.unstepped_gather, found.prefix
@@ -173,11 +176,15 @@ class QueryPlan:
     def _reusable(self, world: World, aligned: bool, nested_gather: bool,
                   unstepped_gather: bool, rows: dict[type, slice | np.ndarray],
                   matches: int) -> bool:
-        """Whether rows resolved with these flags (gathered: ``rows``, ``matches`` of
-        them) still serve: a gathered query resolves again while it could get a group,
-        a nested group or views (one gathered outside a step only inside a step:
-        nothing but a step could serve it better)."""
-        if aligned or world._open_queries > 1 or len(self.types) == 1:
+        """Whether rows resolved with these flags (``rows``, ``matches`` of them; not
+        served by a group's prefix) still serve: a gathered query resolves again while
+        it could get a group, a nested group or views (one gathered outside a step only
+        inside a step: nothing but a step could serve it better), and so does one whose
+        views follow a group's order once a nested group would serve it: a resolve nests
+        one first, so the rows stand for what a resolve gives only while it would not."""
+        if aligned:
+            return self._nest_level(world, rows, matches) is None
+        if world._open_queries > 1 or len(self.types) == 1:
             return True  # (one type gathered by its excluded types: no group is made
             # for one type, so resolving again gives the same rows)
         if nested_gather and (not unstepped_gather or world.stepping):

@@ -175,3 +175,29 @@ def test_a_save_with_a_nested_groups_names_out_of_order_is_refused(
 def test_a_save_listing_a_nested_group_before_its_outer_group_is_refused() -> None:
     with pytest.raises(SaveFileError, match="before"):
         loads((GOOD[1], GOOD[0], GOOD[2]))
+
+
+@pytest.mark.parametrize("in_step", [True, False])
+@pytest.mark.parametrize("shape", [(D, B), (B, D)])
+def test_a_plan_nests_once_its_matches_join_the_nested_group_without_moving_rows(
+        shape: tuple[type, ...], in_step: bool) -> None:
+    """(D, B) beside (C, A, B) gathers (or, in a step, follows (A, B)'s order); when its
+    matches gain C and join (C, A, B) where they already sit (no row of its stores
+    moves), its next resolve must nest (D, C, A, B), as the same query does in a world
+    loaded from a save of that state: the cached rows still hold, the decision not."""
+    run = stepped if in_step else write
+    world = nest_world()
+    assert run(world, B, C)  # nests (C, A, B) over the first two entities
+    assert run(world, *shape) == in_step  # its matches are not (C, A, B)'s
+    layout = world.store(B).layout_version, world.store(D).layout_version
+    for key in world.entities()[2:4].tolist():  # (D's entities, next in (A, B)'s order)
+        world.add(key, C())
+    assert (world.store(B).layout_version, world.store(D).layout_version) == layout
+    loaded = World(seed=1)
+    loaded.register(A, B, C, D)
+    loaded.restore(Snapshot.from_bytes(world.snapshot().to_bytes()))
+    assert run(loaded, *shape)
+    assert run(world, *shape)
+    check_invariants(world)
+    assert [len(g.types) for g in world._groups] == [2, 3, 4]
+    assert world.state_hash() == loaded.state_hash()
