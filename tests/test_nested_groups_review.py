@@ -201,3 +201,23 @@ def test_a_plan_nests_once_its_matches_join_the_nested_group_without_moving_rows
     check_invariants(world)
     assert [len(g.types) for g in world._groups] == [2, 3, 4]
     assert world.state_hash() == loaded.state_hash()
+
+
+def test_a_failed_all_or_nothing_block_takes_its_nested_groups_and_their_stores_away() -> None:
+    """A level load that fails after writing queries nested groups over stores it made
+    (C, then D) leaves the world as it was, and the same types nest again later."""
+    world = World(seed=4)
+    world.group(A, B)
+    world.spawn_batch(A(), B(), count=4)
+    before = world_state(world)
+    with pytest.raises(RuntimeError), world._all_or_nothing():
+        world.spawn_batch(A(), B(), C(), D(), count=3)
+        assert write(world, B, C) and write(world, C, D)  # nests (C, A, B), (D, C, A, B)
+        assert len(world._groups) == 3
+        raise RuntimeError("the level failed")
+    assert world_state(world) == before
+    assert world._groups[0].inner is None and world.component_types == (A, B)
+    world.spawn_batch(A(), B(), C(), D(), count=3)
+    assert write(world, B, C) and write(world, C, D)
+    check_invariants(world)
+    assert [g.depth for g in world._groups] == [0, 1, 2]
