@@ -11,8 +11,8 @@ rows (the slot table was restored too). Keeping the last few (like
 Small stores are keyed by their keys' bytes (exact: equal bytes are the same layout
 however the world got there); big ones by layout version (a restore brings a version
 back together with its rows; a copy of their keys would cost memory). Groups are named
-by their types and place in the world (a restore makes new ``Group`` objects for the
-same groups), never by identity.
+by their types and place in the world, with the groups nested in them (a restore makes
+new ``Group`` objects for the same groups), never by identity.
 """
 
 from __future__ import annotations
@@ -86,7 +86,9 @@ def key_bytes(store: ComponentStore) -> bytes:
 
 
 def group_key(world: World, stores: tuple[ComponentStore, ...]) -> tuple[Any, ...]:
-    """Which group owns each store, as (its types, its place among the world's groups)."""
+    """Which group owns each store, as (its types, its place among the world's groups,
+    and the types and sizes of the groups nested in it: whether a plan nests a group of
+    its own, or follows one, depends on them, though they may own none of its stores)."""
     out: list[Any] = []
     for store in stores:
         owner = store.owner
@@ -97,7 +99,12 @@ def group_key(world: World, stores: tuple[ComponentStore, ...]) -> tuple[Any, ..
                 place = world._groups.index(owner)
             except ValueError:
                 place = -1
-            out.append((owner.types, place))
+            inner = owner.inner
+            if inner is None:
+                out.append((owner.types, place))
+            else:
+                out.append((owner.types, place,
+                            tuple((g.types, g.size) for g in inner.chain())))
     return tuple(out)
 
 

@@ -28,7 +28,9 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
     return view
 
 
-_LAYOUT = operator.attrgetter("layout_version", "group_size")  # rows depend on both
+# Rows depend on a store's layout and group prefix; whether a gathered plan nests a
+# group (or follows one) on the groups too, and a restore makes new ones for its groups
+# (a restore to before a nested group existed keeps every other store's layout).
 _OWNED_LAYOUT = operator.attrgetter("layout_version", "group_size", "owner")
 _ROWS = operator.attrgetter("n")
 NO_KEYS = np.zeros(0, np.uint64)  # the keys of a query whose block has not opened (shared)
@@ -103,7 +105,7 @@ class QueryPlan:
         # The group whose prefix serves a plan over some of its types (see _within_level):
         # rows resolve again as that prefix while a store of the plan has only members.
         self._within: Group | None = None
-        self._layouts: tuple[tuple[int, int], ...] = ()
+        self._layouts: tuple[tuple[Any, ...], ...] = ()
         self._signature: tuple[Any, ...] | None = None
         self._memo = PlanMemo()
         self._stamp = -1
@@ -136,11 +138,13 @@ class QueryPlan:
                  or (first.layout_version == sig[4] and first.entities is sig[2]
                      and first.group_size == sig[0] and first.owner is sig[1]
                      and (len(self.stores) == 1
-                          or tuple(map(_LAYOUT, self.stores)) == self._layouts)
+                          or tuple(map(_OWNED_LAYOUT, self.stores)) == self._layouts)
                      and (not self.without or self._excluded(world) == sig[3])))
-                    and (self.aligned  # (the common case, without a call)
-                         or self._reusable(world, False, self.nested_gather,
-                                           self.unstepped_gather))):
+                    and (self._prefix is not None  # (the common cases, without a call)
+                         or self._within is not None
+                         or self._reusable(world, self.aligned, self.nested_gather,
+                                           self.unstepped_gather, self.rows,
+                                           len(self.entities)))):
                 self._stamp = self._clock.stamp
                 self.settled = self._is_settled(world)
                 return  # ... and a gathered query re-resolves while it could get a group or views
@@ -149,8 +153,11 @@ class QueryPlan:
                 return
             key = self._memo_key(world)
             found = self._memo.get(key, first.entities)
-            if found is not None and self._reusable(world, found.aligned, found.nested_gather,
-                                                    found.unstepped_gather):
+            if found is not None and (
+                    found.prefix is not None or found.within is not None
+                    or self._reusable(world, found.aligned, found.nested_gather,
+                                      found.unstepped_gather, found.rows,
+                                      len(found.entities))):
                 self.rows, self.entities = found.rows, found.entities
                 self.aligned, self.nested_gather = found.aligned, found.nested_gather
                 self.unstepped_gather, self._prefix = found.unstepped_gather, found.prefix
@@ -189,11 +196,17 @@ class QueryPlan:
         return False
 
     def _reusable(self, world: World, aligned: bool, nested_gather: bool,
-                  unstepped_gather: bool) -> bool:
-        """Whether rows resolved with these flags still serve: a gathered query resolves
-        again while it could get a group or views (one gathered outside a step only
-        inside a step: nothing but a step could serve it better)."""
-        if aligned or world._open_queries > 1 or len(self.types) == 1:
+                  unstepped_gather: bool, rows: dict[type, slice | np.ndarray],
+                  matches: int) -> bool:
+        """Whether rows resolved with these flags (``rows``, ``matches`` of them; not
+        served by a group's prefix) still serve: a gathered query resolves again while
+        it could get a group, a nested group or views (one gathered outside a step only
+        inside a step: nothing but a step could serve it better), and so does one whose
+        views follow a group's order once a nested group would serve it: a resolve nests
+        one first, so the rows stand for what a resolve gives only while it would not."""
+        if aligned:
+            return self._nest_level(world, rows, matches) is None
+        if world._open_queries > 1 or len(self.types) == 1:
             return True  # (one type gathered by its excluded types: no group is made
             # for one type, so resolving again gives the same rows)
         if nested_gather and (not unstepped_gather or world.stepping):
@@ -202,7 +215,11 @@ class QueryPlan:
             return True
         for store in self.stores:  # (a loop: a gathered query asks on every call)
             if store.owner is not None:
-                return True  # no group can be made over an owned store
+                # No group can be made over an owned store, but a nested group can: the
+                # same rows are then not what a resolve gives (the groups changed since
+                # they were resolved, e.g. a restore took away the nested group that kept
+                # the query from nesting its own).
+                return self._nest_level(world, rows, matches) is None
         return False
 
     def _memo_key(self, world: World) -> tuple[Any, ...]:
@@ -222,7 +239,7 @@ class QueryPlan:
             else:
                 lead = self._prefix_lead = prefix.stores[0]  # type: ignore[union-attr]
                 self._prefix_size = lead.group_size
-        self._layouts = tuple(map(_LAYOUT, self.stores))
+        self._layouts = tuple(map(_OWNED_LAYOUT, self.stores))
         self._stamp = self._clock.stamp
         self.settled = self._is_settled(world)
         self._signature = (first.group_size, first.owner, first.entities,
@@ -368,21 +385,10 @@ class QueryPlan:
         replays exactly. A single match is a view anyway: nothing is made for it (the
         one nested group a group holds stays free for a query that needs it). True if
         served."""
-        if not self.may_create or not world.auto_group or world._open_queries > 1:
-            return False
-        if matches < 2:
-            return False
-        level = _innermost_owner(self.stores, free=True)
+        level = self._nest_level(world, rows, matches)
         if level is None:
             return False
-        lead_type = next(t for t, s in self.store_of.items() if s.owner is not None)
-        lead_rows = rows[lead_type]
-        top = lead_rows.stop - 1 if isinstance(lead_rows, slice) else int(lead_rows.max())
-        if top >= level.size:
-            return False  # a match outside the group: a nested group would not serve it
         free = [t for t, s in self.store_of.items() if s.owner is None]
-        if not free:
-            return False
         types = [*free, *level.types]
         group = Group(types, [world._store(t) for t in types], outer=level)
         world._groups.append(group)
@@ -394,6 +400,32 @@ class QueryPlan:
             else:
                 self._within = group
         return True
+
+    def _nest_level(self, world: World, rows: dict[type, slice | np.ndarray],
+                    matches: int) -> Group | None:
+        """The group ``_nest`` would nest a group in for gathered ``rows`` (``matches``
+        of them), or None when it would not nest one."""
+        if not self.may_create or not world.auto_group or world._open_queries > 1:
+            return None
+        if matches < 2:
+            return None
+        level = _innermost_owner(self.stores, free=True)
+        if level is None:
+            return None
+        lead_type: type | None = None  # a type whose store the chain owns
+        free = False
+        for t, s in self.store_of.items():
+            if s.owner is None:
+                free = True
+            elif lead_type is None:
+                lead_type = t
+        if not free or lead_type is None:
+            return None  # nothing for a nested group to own
+        lead_rows = rows[lead_type]
+        top = lead_rows.stop - 1 if isinstance(lead_rows, slice) else int(lead_rows.max())
+        if top >= level.size:
+            return None  # a match outside the group: a nested group would not serve it
+        return level
 
     def _within_level(self, level: Group) -> bool:
         """Serve a query over some of one group's types (``level``: the group, or the

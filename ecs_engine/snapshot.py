@@ -554,12 +554,24 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
             names
         ):
             raise SaveFileError(f"group {list(names)} names unknown or repeated components")
+    for i, names in enumerate(snap.groups):
+        for later in snap.groups[i + 1 :]:
+            if set(later) < set(names):  # (a save lists groups in creation order)
+                raise SaveFileError(f"group {list(names)} comes before {list(later)}, the "
+                                    f"group it is nested in (outer groups come first)")
     nesting = group_nesting(snap.groups)
     holders = [outer for outer, _ in nesting if outer is not None]
     for outer in holders:
         if holders.count(outer) > 1:
             raise SaveFileError(f"group {list(snap.groups[outer])} holds two nested groups "
                                 f"(a group holds one)")
+    for names, (nested_in, own) in zip(snap.groups, nesting, strict=True):
+        # The order a world keeps (and hashes): loading another would not be this state.
+        if nested_in is not None and names != own + snap.groups[nested_in]:
+            raise SaveFileError(f"group {list(names)}: names out of order (a nested group "
+                                f"lists its own components, then those of the group it is "
+                                f"nested in, in that group's order: "
+                                f"{list(own + snap.groups[nested_in])})")
     for names, (_outer, own) in zip(snap.groups, nesting, strict=True):
         size = by_name[own[0]].group_size
         first = by_name[own[0]].entities[:size]
