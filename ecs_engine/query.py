@@ -179,20 +179,22 @@ class QueryPlan:
 
     def _is_settled(self, world: World) -> bool:
         """Whether gathered rows serve every call until the layout clock moves: nothing
-        but a structural change (which moves the clock: a group made or given up, rows
-        moved, ``auto_group`` switched) could let a call resolve them better. Not while
-        they were gathered only because of when they ran (nested, or outside a step)."""
+        but a structural change (which moves the clock: a group made, nested or given
+        up, rows moved, ``auto_group`` switched) could let a call resolve them better.
+        Judged as ``_reusable`` judges an outermost call, and only from one: not while
+        the rows were gathered only because of when they ran (nested, or outside a
+        step), nor from inside another block (which could not make a group)."""
         if self.aligned:
             return False  # (aligned plans take the clock's fast path anyway)
         if len(self.types) == 1:
             return True
-        if self.nested_gather:
+        if self.nested_gather or world._open_queries > 1:
             return False
         if not self.may_create or not world.auto_group:
             return True
         for store in self.stores:
             if store.owner is not None:
-                return True
+                return self._nest_level(world, self.rows, len(self.entities)) is None
         return False
 
     def _reusable(self, world: World, aligned: bool, nested_gather: bool,

@@ -99,3 +99,43 @@ def test_a_plan_gathered_inside_another_block_is_not_settled(
     world.step(0.0)  # outermost in a step: makes the group
     with world.query(A, B, readonly=(A, B)) as q:
         assert q.aligned
+
+
+@component(name="SettleF")
+class F:
+    v: np.int64 = 0
+
+
+def test_a_plan_seen_from_inside_another_block_is_not_settled_for_outer_calls() -> None:
+    """(D, B) gathers in a step beside a nested (C, A, B) whose chain is not the world's
+    first group (so it does not follow (A, B)'s order); its matches then join (C, A, B)
+    where they sit (the clock moves, no row of its stores does). Asked first from inside
+    another block (which cannot nest), the plan must not settle: the next outermost call
+    nests (D, C, A, B), as a world loaded from a save of that state does."""
+    from tests.test_nested_groups import A as A_
+    from tests.test_nested_groups import B as B_
+    from tests.test_nested_groups import C, D, E
+    from tests.test_nested_groups_review import stepped, write
+    from tests.world_state import check_invariants
+
+    world = World(seed=1)
+    world.group(E, F)  # the first group: (D, B) cannot follow (A, B)'s order
+    world.group(A_, B_)
+    for extra in (C, C, D, D):
+        world.spawn(A_(), B_(), extra())
+    world.group(C, A_, B_)  # over the first two rows: nothing moves
+    assert not stepped(world, D, B_)  # gathered: its matches are not (C, A, B)'s
+    assert not stepped(world, D, B_)  # (settled: its rows wait for the clock)
+    for key in world.entities()[2:4].tolist():
+        world.add(key, C())  # they join (C, A, B) where they sit
+
+    def inner(w: World, dt: float) -> None:
+        with w.query(A_, readonly=(A_,)):
+            assert not write(w, D, B_)  # inside a block: gathered, nothing nests
+
+    world.add_system(inner)
+    world.step(0.0)
+    world.remove_system(inner)
+    assert stepped(world, D, B_)  # outermost in a step: nests
+    check_invariants(world)
+    assert [len(g.types) for g in world._groups] == [2, 2, 3, 4]
