@@ -8,14 +8,16 @@ from ecs_engine import World
 from ecs_engine.query import QueryPlan
 
 
-def count_resolves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A one-item list counting full resolves from now on (undone with ``monkeypatch``)."""
+def count_resolves(monkeypatch: pytest.MonkeyPatch, method: str = "_resolve") -> list[int]:
+    """A one-item list counting full resolves from now on (undone with ``monkeypatch``);
+    ``method="resolve"`` counts every call of ``QueryPlan.resolve`` instead (fast paths
+    included)."""
     calls = [0]
-    real = QueryPlan._resolve
+    real = getattr(QueryPlan, method)
 
     def counted(self: QueryPlan, world: World) -> None:
         calls[0] += 1
         real(self, world)
 
-    monkeypatch.setattr(QueryPlan, "_resolve", counted)
+    monkeypatch.setattr(QueryPlan, method, counted)
     return calls

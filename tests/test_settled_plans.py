@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import World, component
-from ecs_engine.query import QueryPlan
+from tests.plan_counting import count_resolves
 
 
 @component(name="SettleA")
@@ -24,15 +24,7 @@ class B:
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    real = QueryPlan.resolve
-
-    def counted(self: QueryPlan, world: World) -> None:
-        calls[0] += 1
-        real(self, world)
-
-    monkeypatch.setattr(QueryPlan, "resolve", counted)
-    return calls
+    return count_resolves(monkeypatch, "resolve")
 
 
 def scattered(auto_group: bool) -> tuple[World, list[int]]:
