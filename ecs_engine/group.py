@@ -62,10 +62,13 @@ class Group:
         self.root: Group = outer.root if outer is not None else self
         self.depth: int = outer.depth + 1 if outer is not None else 0
         self.size = 0
+        # (the root's: its chain, outermost first; kept as levels are nested or disbanded)
+        self.levels: tuple[Group, ...] = (self,)
         for store in own:
             store.owner = self
         if outer is not None:
             outer.inner = self
+            self.root.levels += (self,)
         own[0].clock.stamp += 1
         if adopt_size is not None:
             self._set_size(adopt_size)
@@ -74,14 +77,9 @@ class Group:
         smallest = min(self.stores, key=lambda s: s.n)
         self.enter(smallest.entities[: smallest.n].copy())
 
-    def chain(self) -> list[Group]:
+    def chain(self) -> tuple[Group, ...]:
         """This group and the groups nested in it, outermost first."""
-        out: list[Group] = []
-        level: Group | None = self
-        while level is not None:
-            out.append(level)
-            level = level.inner
-        return out
+        return self.root.levels[self.depth :]
 
     def _set_size(self, size: int) -> None:
         self.size = size
@@ -125,7 +123,6 @@ class Group:
         if count == 0:
             return
         size = self.size
-        targets: np.ndarray | None = None
         own = self.own
         outer = self.outer
         for store in self.stores:
@@ -133,9 +130,7 @@ class Group:
             end = store.n if outer is None or store in own else outer.size
             start = end - count
             if start != size:
-                if targets is None:
-                    targets = np.arange(size, size + count)
-                store.move_rows(np.arange(start, end), targets)
+                store.move_block(start, size, count)
         self._set_size(size + count)
 
     def grow_one(self) -> None:
@@ -154,14 +149,20 @@ class Group:
                 store.remove_group_one(row, slot, last)
             root._set_size(last)
             return
-        levels = [level for level in root.chain() if row < level.size]
-        for depth, level in enumerate(levels):
-            # the stores owned by this level are in the levels from it inward
-            lasts = [inner.size - 1 for inner in reversed(levels[depth:])]
-            for store in level.own:
-                store.remove_chain(row, slot, lasts)
+        levels = root.levels
+        lasts: list[int] = []  # the last row of each level the entity is in, outer first
         for level in levels:
-            level._set_size(level.size - 1)
+            if row >= level.size:
+                break
+            lasts.append(level.size - 1)
+        inward = lasts[::-1]  # innermost first, as remove_chain takes them
+        for depth in range(len(lasts)):
+            # this level's own stores are in the levels from it inward
+            held = inward[: len(lasts) - depth]
+            for store in levels[depth].own:
+                store.remove_chain(row, slot, held)
+        for depth, last in enumerate(lasts):
+            levels[depth]._set_size(last)
 
     def leave(self, keys: np.ndarray) -> None:
         """Move those of ``keys`` (distinct) that are in the group out of it."""
@@ -203,6 +204,8 @@ class Group:
         self.own[0].clock.stamp += 1
         if self.outer is not None and self.outer.inner is self:
             self.outer.inner = None
+            root = self.root
+            root.levels = root.levels[: self.depth]
         self.size = 0
 
 

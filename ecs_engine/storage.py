@@ -377,6 +377,35 @@ class ComponentStore:
         self.clock.stamp += 1
         self.touch(dst)
 
+    def move_block(self, start: int, to: int, count: int) -> None:
+        """``move_rows`` of the run ``[start, start + count)`` to ``[to, to + count)``
+        (``to < start``), with the same outcome (the displaced rows take the places the
+        moved rows left, in ascending order) but as a few slice copies, no index arrays:
+        two runs trade places, or, where they overlap, the span rotates."""
+        end = start + count
+        words, keys = self.row_words, self.entities
+        spans: tuple[tuple[int, int], ...]
+        if to + count <= start:  # apart: the runs trade places
+            held, held_keys = words[to : to + count].copy(), keys[to : to + count].copy()
+            words[to : to + count] = words[start:end]
+            keys[to : to + count] = keys[start:end]
+            words[start:end] = held
+            keys[start:end] = held_keys
+            spans = ((to, to + count), (start, end))
+        else:  # overlapping: the moved run first, then the rows it displaced
+            held, held_keys = words[start:end].copy(), keys[start:end].copy()
+            words[to + count : end] = words[to:start]
+            keys[to + count : end] = keys[to:start]
+            words[to : to + count] = held
+            keys[to : to + count] = held_keys
+            spans = ((to, end),)
+        sparse = self.sparse
+        for lo, hi in spans:
+            sparse[key_slots(keys[lo:hi])] = np.arange(lo, hi, dtype=np.int32)
+        self.layout_version = next(self._versions)
+        self.clock.stamp += 1
+        self.touch_rows(to, end)
+
     def _move_one(self, dst: int, src: int) -> None:
         """Row ``src``'s values and key to row ``dst`` (the index follows); ``src``'s
         slot in the index is left to the caller."""
