@@ -209,6 +209,29 @@ class Group:
         self.size = 0
 
 
+def innermost_level(stores: Sequence[ComponentStore], free: bool = False) -> Group | None:
+    """The innermost group of the one chain of nested groups that owns ``stores``
+    (None if their owners are not one chain; with ``free``, stores no group owns are
+    allowed, and the answer is the chain's innermost group, which may nest more).
+    Every store of the chain below it belongs to it too."""
+    innermost: Group | None = None
+    for store in stores:
+        owner = store.owner
+        if owner is None:
+            if not free:
+                return None
+            continue
+        if innermost is None:
+            innermost = owner
+        elif owner.root is not innermost.root:
+            return None
+        elif owner.depth > innermost.depth:
+            innermost = owner
+    if innermost is not None and free:
+        innermost = innermost.chain()[-1]
+    return innermost
+
+
 def join_levels(stores: Sequence[ComponentStore], root: Group) -> list[Group]:
     """The levels of ``root``'s chain (outermost first) that an entity with exactly
     ``stores`` belongs to: each level whose own stores it all has, up to the first it

@@ -12,7 +12,7 @@ import numpy as np
 
 from ecs_engine.component import schema_of
 from ecs_engine.entity import key_slots
-from ecs_engine.group import Group
+from ecs_engine.group import Group, innermost_level
 from ecs_engine.hierarchy import ChildOf
 from ecs_engine.memcopy import clone
 from ecs_engine.planmemo import PlanMemo, Resolved, layout_key
@@ -190,12 +190,7 @@ class QueryPlan:
             return True
         if self.nested_gather or world._open_queries > 1:
             return False
-        if not self.may_create or not world.auto_group:
-            return True
-        for store in self.stores:
-            if store.owner is not None:
-                return self._nest_level(world, self.rows, len(self.entities)) is None
-        return False
+        return self._reusable(world, False, False, False, self.rows, len(self.entities))
 
     def _reusable(self, world: World, aligned: bool, nested_gather: bool,
                   unstepped_gather: bool, rows: dict[type, slice | np.ndarray],
@@ -311,7 +306,7 @@ class QueryPlan:
             if not excluded and isinstance(owner, Group) and self._within_level(owner):
                 return
         elif not excluded:
-            level = _innermost_owner(self.stores)  # stores of one chain of nested groups
+            level = innermost_level(self.stores)  # stores of one chain of nested groups
             if level is not None:
                 if set(self.types) == set(level.types):
                     self._set_aligned(slice(0, level.size), first)
@@ -411,7 +406,7 @@ class QueryPlan:
             return None
         if matches < 2:
             return None
-        level = _innermost_owner(self.stores, free=True)
+        level = innermost_level(self.stores, free=True)
         if level is None:
             return None
         lead_type: type | None = None  # a type whose store the chain owns
@@ -508,29 +503,6 @@ class QueryPlan:
         self.rows = dict.fromkeys(self.types, rows)
         self.entities = _readonly(store.entities[rows])
         self.aligned = True
-
-
-def _innermost_owner(stores: tuple[ComponentStore, ...], free: bool = False) -> Group | None:
-    """The innermost group of the one chain of nested groups that owns ``stores``
-    (None if their owners are not one chain; with ``free``, stores no group owns are
-    allowed, and the answer is the chain's innermost group, which may nest more).
-    Every store of the chain below it belongs to it too."""
-    innermost: Group | None = None
-    for store in stores:
-        owner = store.owner
-        if owner is None:
-            if not free:
-                return None
-            continue
-        if innermost is None:
-            innermost = owner
-        elif owner.root is not innermost.root:
-            return None
-        elif owner.depth > innermost.depth:
-            innermost = owner
-    if innermost is not None and free:
-        innermost = innermost.chain()[-1]
-    return innermost
 
 
 def _as_run(rows: np.ndarray) -> slice | np.ndarray:

@@ -572,7 +572,6 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
                                 f"lists its own components, then those of the group it is "
                                 f"nested in, in that group's order: "
                                 f"{list(own + snap.groups[nested_in])})")
-    for names, (_outer, own) in zip(snap.groups, nesting, strict=True):
         size = by_name[own[0]].group_size
         first = by_name[own[0]].entities[:size]
         for n in names:

@@ -32,7 +32,7 @@ from ecs_engine.entity import (
     key_str,
     reject_repeats,
 )
-from ecs_engine.group import Group, insert_positions, join_levels
+from ecs_engine.group import Group, innermost_level, insert_positions, join_levels
 from ecs_engine.hierarchy import ChildOf, HierarchyIndex
 from ecs_engine.memcopy import BufferPool
 from ecs_engine.query import IDLE_REFS, NO_KEYS, Query, QueryPlan
@@ -922,14 +922,8 @@ class World:
         """The group a new group over ``stores`` would nest in: the innermost level of
         the one chain that owns some of them, when ``stores`` hold all of its stores,
         at least one store no group owns, and it holds no nested group yet."""
-        owners = {id(s.owner): s.owner for s in stores if s.owner is not None}
-        if not owners:
-            return None
-        innermost = max(owners.values(), key=lambda g: g.depth)
-        if any(g.root is not innermost.root for g in owners.values()):
-            return None
-        innermost = innermost.chain()[-1]
-        if innermost.inner is not None or len(stores) <= len(innermost.stores):
+        innermost = innermost_level(stores, free=True)
+        if innermost is None or len(stores) <= len(innermost.stores):
             return None
         if not all(s in stores for s in innermost.stores):
             return None
