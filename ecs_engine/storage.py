@@ -43,6 +43,57 @@ def move_plan(current: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.
     return np.concatenate((targets, vacated)), np.concatenate((current, displaced))
 
 
+def removal_plan(rows: np.ndarray, bounds: list[int]) -> tuple[np.ndarray, np.ndarray,
+                                                                 list[int]]:
+    """Where rows move when the distinct ``rows`` leave a store whose rows form runs
+    that end at ``bounds`` (ascending; the last is the store's row count) and stay in
+    that order: the groups' prefixes, innermost first, then the rows no group holds.
+
+    Returns ``(holes, sources, cut)``: row ``sources[j]`` moves to ``holes[j]`` (both
+    ascending), and ``cut[p]`` of ``rows`` lay below ``bounds[p]``, so run ``p`` ends at
+    ``bounds[p] - cut[p]`` after. Each run's survivors past its new end fill the holes
+    in front of it, in ascending order: the same rows a swap-removal in each run and a
+    shift of the runs behind it would move, planned once for all runs, so a store
+    moves its rows once instead of once per group it leaves."""
+    rows = np.sort(rows)
+    cut: list[int] = np.searchsorted(rows, bounds).tolist()
+    # run p's survivors end in [new end of run p-1, new end of run p); those past both
+    # its new end and its start (from ``low``) move, the rest stay
+    lows, start, ends = [], 0, []
+    for bound, c in zip(bounds, cut, strict=True):
+        end = bound - c
+        lows.append(end if end > start else start)
+        ends.append(end)
+        start = bound
+    first_mover: list[int] = np.searchsorted(rows, lows).tolist()
+    hole_parts: list[np.ndarray] = []
+    candidates: list[np.ndarray] = []
+    staying: list[np.ndarray] = []  # removed rows among the candidates (no source)
+    start = new_start = done = 0
+    for bound, c, end, low, j in zip(bounds, cut, ends, lows, first_mover, strict=True):
+        gap_end = start if start < end else end  # run p-1's vacated tail, inside run p
+        if gap_end > new_start:
+            hole_parts.append(np.arange(new_start, gap_end))
+        if j > done:
+            hole_parts.append(rows[done:j])
+        if bound > low:
+            candidates.append(np.arange(low, bound))
+            if c > j:
+                staying.append(rows[j:c])
+        start, new_start, done = bound, end, c
+    if not hole_parts:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, cut
+    holes = hole_parts[0] if len(hole_parts) == 1 else np.concatenate(hole_parts)
+    sources = candidates[0] if len(candidates) == 1 else np.concatenate(candidates)
+    if staying:
+        gone = staying[0] if len(staying) == 1 else np.concatenate(staying)
+        keep = np.ones(len(sources), np.bool_)
+        keep[np.searchsorted(sources, gone)] = False
+        sources = sources[keep]
+    return holes, sources, cut
+
+
 def row_word_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """One row of ``dtype`` as one plain item: an unsigned int of its size (1, 2, 4 or 8
     bytes), else a void of its size. Arrays of it copy with one memcpy."""
@@ -461,6 +512,22 @@ class ComponentStore:
             self.sparse[key_slots(moved)] = holes  # (rows fit the int32 index)
         self.n = new_n
         self.touch_layout()
+
+    def remove_runs(self, rows: np.ndarray, slots: np.ndarray, bounds: list[int]) -> list[int]:
+        """``remove_rows`` in a store whose rows form runs ending at ``bounds`` (its
+        groups' sizes, innermost first, then its row count; see ``removal_plan``), each
+        run kept in front of the next; returns ``cut``: how many removed rows lay below
+        each bound (the caller shrinks the groups by them)."""
+        holes, sources, cut = removal_plan(rows, bounds)
+        self.sparse[slots] = -1
+        if len(holes):
+            self.data[holes] = self.data[sources]
+            moved = self.entities[sources]
+            self.entities[holes] = moved
+            self.sparse[key_slots(moved)] = holes  # (rows fit the int32 index)
+        self.n = bounds[-1] - cut[-1]
+        self.touch_layout()
+        return cut
 
     def move_rows(self, current: np.ndarray, targets: np.ndarray) -> None:
         """Move row ``current[j]`` to ``targets[j]`` (a contiguous range); displaced rows

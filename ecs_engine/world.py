@@ -650,7 +650,7 @@ class World:
     def _destroy(self, keys: np.ndarray) -> None:
         keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
         slots = key_slots(keys)
-        left: list[Group] = []  # groups the keys have left (one leave moves all its stores)
+        shrunk: dict[Group, int] = {}  # each group's size once the keys are gone
         for store in self._stores.values():
             if store.n == 0:
                 continue
@@ -663,11 +663,16 @@ class World:
                 rows = rows[has]
             gone = slots if hits == len(slots) else slots[has]
             owner = store.owner
-            if owner is not None and owner not in left:
-                owner.leave_rows(rows)  # (a group's prefix rows are the same in each store)
-                left.append(owner)
-                rows = store.rows_of(gone)  # where leaving moved them
-            store.remove_rows(rows, gone)
+            if owner is None:
+                store.remove_rows(rows, gone)
+                continue
+            # the store's runs: the prefixes of its owner and the groups nested in it
+            levels = owner.root.levels[owner.depth :][::-1]
+            cut = store.remove_runs(rows, gone, [g.size for g in levels] + [store.n])
+            for level, removed in zip(levels, cut[:-1], strict=True):
+                shrunk[level] = level.size - removed  # (the same in each of its stores)
+        for group, size in shrunk.items():
+            group._set_size(size)
         self._slots.release(slots)
         if self._pending_despawn:
             self._pending_despawn.difference_update(keys.tolist())

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ecs_engine import component, schema_of
 from ecs_engine.entity import key_slots
-from ecs_engine.storage import ComponentStore, move_plan
+from ecs_engine.storage import ComponentStore, move_plan, removal_plan
 
 
 def model(current: list[int], t0: int) -> dict[int, int] | None:
@@ -81,3 +81,53 @@ def test_move_block_matches_move_rows(case: tuple[int, int], data: st.DataObject
     assert fast.data[:n].tobytes() == slow.data[:n].tobytes()
     assert np.array_equal(fast.sparse, slow.sparse)
     assert fast.rows_of(key_slots(fast.entities[:n])).tolist() == list(range(n))
+
+
+def removal_model(n: int, bounds: list[int], removed: set[int]) -> list[int]:
+    """The row order after removing ``removed`` from rows ``0..n-1`` kept as runs ending
+    at ``bounds`` (the last is ``n``): each run's survivors, in run order, where every
+    run's holes below its new end take its survivors past that end, both ascending (rows
+    that need not move stay)."""
+    order: list[int] = []
+    start = 0
+    for bound in bounds:
+        survivors = [r for r in range(start, bound) if r not in removed]
+        new_start, new_end = len(order), len(order) + len(survivors)
+        place: dict[int, int] = {r: r for r in survivors if new_start <= r < new_end}
+        free = [p for p in range(new_start, new_end) if p not in place]
+        movers = [r for r in survivors if r not in place]
+        place.update(zip(movers, free, strict=True))
+        order += sorted(survivors, key=place.__getitem__)
+        start = bound
+    return order
+
+
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=4), st.data())
+def test_removal_plan_matches_the_model(lengths: list[int], data: st.DataObject) -> None:
+    bounds = np.cumsum(lengths).tolist()
+    n = bounds[-1]
+    removed = data.draw(st.sets(st.integers(0, max(0, n - 1)), max_size=n)) if n else set()
+    rows = data.draw(st.permutations(sorted(removed)))
+    holes, sources, cut = removal_plan(np.array(rows, np.int64), bounds)
+    assert cut == [sum(1 for r in removed if r < b) for b in bounds]
+    assert holes.tolist() == sorted(holes.tolist()) and sources.tolist() == sorted(sources.tolist())
+    moved = dict(zip(holes.tolist(), sources.tolist(), strict=True))
+    after = [moved.get(p, p) for p in range(n - len(removed))]  # row p held row p
+    assert after == removal_model(n, bounds, removed)
+
+
+def test_remove_runs_keeps_the_index_and_values() -> None:
+    store = _store(_Row, 20)  # runs [0, 5), [5, 12), [12, 20)
+    before = dict(zip(store.entities[:20].tolist(), store.data["a"][:20].tolist(), strict=True))
+    first = {int(k) for k in store.entities[[1, 2, 3]]}  # the first run's survivors
+    second = {int(k) for k in store.entities[[5, 6, 8, 9, 10]]}
+    doomed = np.array([0, 4, 7, 11, 12, 19], np.int64)
+    slots = key_slots(store.entities[doomed])
+    cut = store.remove_runs(doomed, slots, [5, 12, 20])
+    assert cut == [2, 4, 6] and store.n == 14
+    keys = store.entities[: store.n]
+    assert [before[k] for k in keys.tolist()] == store.data["a"][: store.n].tolist()
+    assert (store.sparse[key_slots(keys)] == np.arange(store.n)).all()
+    assert (store.sparse[slots] == -1).all()
+    # every run keeps its own rows: [0, 3) from [0, 5), [3, 8) from [5, 12), the rest
+    assert {int(k) for k in keys[:3]} == first and {int(k) for k in keys[3:8]} == second
