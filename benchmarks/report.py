@@ -519,13 +519,24 @@ def _small(v: _View) -> str | None:
             ratios[rival].append((n, _div(e, b)))
             row += [_us(b), _x(_div(e, b))]
         rows.append(row)
+        cold = _per(v, "small", "churn_tick", "engine", n, "ticks", "first tick")
+        if cold is not None:
+            row = [f"{_n(n)}, first tick", _us(cold)]
+            for rival in rivals:
+                b = _per(v, "small", "churn_tick", rival, n, "ticks", "first tick")
+                row += [_us(b), _x(_div(cold, b))]
+            rows.append(row)
     said = [f"against {rival}: {_crossover(ratios[rival])}" for rival in rivals
             if any(r is not None for _, r in ratios[rival])]
     intro = ("The issue-11 tick (movement; gravity on half the entities; a lifetime that "
              "despawns the expired and respawns as many), each library written the way its "
              "users write it, in µs per tick; `engine/…` below 1 means the engine is "
-             "faster. Timed interleaved in one process, several ticks per timed call below "
-             "10k, every contender fingerprinted. Crossover in this run: "
+             "faster. Timed interleaved in one process, at least 4 ticks in a row per timed "
+             "call (a game ticking), every contender fingerprinted. `first tick`: one tick "
+             "per timed call, right after the other libraries' ticks and a full garbage "
+             "collection, every cache cold (what a tick costs when the rest of a frame has "
+             "pushed the engine's code and numpy's out of the caches: the first numpy call "
+             "of each kind then costs tens of µs). Crossover in this run: "
              + "; ".join(said) + ".")
     heads = ["N", "engine µs"] + [c for b in rivals for c in (f"{b} µs", f"engine/{b}")]
     return _section("Small worlds", intro, _table(heads, rows), v.notes("small"))

@@ -12,8 +12,16 @@ gravity. One tick runs three systems, as each library's users write them:
 
 All contenders hold the same entities (float64 fields, so Python floats and numpy
 columns agree bit for bit), tick interleaved in one process, and must end with the same
-entity count and position sums. A timed call runs ``TICKS`` ticks, so microsecond ticks
-are not lost in timer noise; records carry ``ticks`` to turn medians into per-tick times.
+entity count and position sums. A timed call runs at least ``MIN_TICKS`` ticks in a row
+(more in small worlds, so microsecond ticks are not lost in timer noise), as a game ticks;
+records carry ``ticks`` to turn medians into per-tick times.
+
+At the largest size the suite also times single ticks (variant ``first tick``): each one
+runs right after the other contenders' ticks and the runner's full garbage collection,
+with every cache cold. numpy pays for that far more than pure Python: the first call of
+each kind of numpy operation after the caches were flushed costs tens of microseconds (a
+3-element add ~40 us against ~1 us warm), so that row shows what a tick costs when the
+rest of a frame has pushed the engine's code and numpy's out of the caches.
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ QUICK_SIZES = (10, 100, 1_000)
 DT = 1 / 60
 G = 9.8
 LIFE = 1.0  # seconds a respawned entity lives
-TICKS_PER_CALL = 4000  # ticks x entities per timed call, at least one tick
+TICKS_PER_CALL = 4000  # ticks x entities per timed call, at least MIN_TICKS ticks
+MIN_TICKS = 4  # consecutive ticks per timed call at every size
+COLD_SIZES = (10_000,)  # sizes where single cold ticks are timed too
 
 
 def plan(cfg: Any) -> Plan:
@@ -233,37 +243,42 @@ def esper_motion(esper: Any) -> tuple[Any, ...]:
 
 
 def job(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
-    ticks = max(1, TICKS_PER_CALL // n)
     world = engine_world(n)
     esper = esper_world(n, f"small-{n}")
     registry = tcod_world(n)
 
-    def run_engine() -> World:
-        for _ in range(ticks):
-            engine_tick(world)
-        return world
+    def timed(ticks: int, variant: str) -> list[Record]:
+        def run_engine() -> World:
+            for _ in range(ticks):
+                engine_tick(world)
+            return world
 
-    def run_esper() -> Any:
-        esper.switch_world(f"small-{n}")
-        for _ in range(ticks):
-            esper_tick(esper)
-        return esper
+        def run_esper() -> Any:
+            esper.switch_world(f"small-{n}")
+            for _ in range(ticks):
+                esper_tick(esper)
+            return esper
 
-    def run_tcod() -> Any:
-        for _ in range(ticks):
-            tcod_tick(registry)
-        return registry
+        def run_tcod() -> Any:
+            for _ in range(ticks):
+                tcod_tick(registry)
+            return registry
 
-    ops = {"engine": Op(run_engine, fingerprint=engine_motion),
-           "esper": Op(run_esper, fingerprint=esper_motion),
-           "tcod-ecs": Op(run_tcod, fingerprint=tcod_motion)}
-    names = {"engine": ("churn_tick", "", "engine"), "esper": ("churn_tick", "", "esper"),
-             "tcod-ecs": ("churn_tick", "", "tcod-ecs")}
-    out = timed_records(NAME, n, ops, timing, names)
-    for r in out:
-        r["ticks"] = ticks
-        if "median_s" in r:
-            r["per_tick_us"] = round(r["median_s"] / ticks * 1e6, 3)
+        # every contender runs as often as the others: the worlds stay in step
+        ops = {"engine": Op(run_engine, fingerprint=engine_motion),
+               "esper": Op(run_esper, fingerprint=esper_motion),
+               "tcod-ecs": Op(run_tcod, fingerprint=tcod_motion)}
+        names = {k: ("churn_tick", variant, k) for k in ops}
+        out = timed_records(NAME, n, ops, timing, names)
+        for r in out:
+            r["ticks"] = ticks
+            if "median_s" in r:
+                r["per_tick_us"] = round(r["median_s"] / ticks * 1e6, 3)
+        return out
+
+    out = timed(max(MIN_TICKS, TICKS_PER_CALL // n), "")
+    if n in COLD_SIZES:
+        out += timed(1, "first tick")
     return out
 
 
