@@ -513,12 +513,13 @@ class ComponentStore:
         self.n = new_n
         self.touch_layout()
 
-    def remove_runs(self, rows: np.ndarray, slots: np.ndarray, bounds: list[int]) -> list[int]:
+    def remove_runs(self, slots: np.ndarray, bounds: list[int],
+                    plan: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
         """``remove_rows`` in a store whose rows form runs ending at ``bounds`` (its
-        groups' sizes, innermost first, then its row count; see ``removal_plan``), each
-        run kept in front of the next; returns ``cut``: how many removed rows lay below
-        each bound (the caller shrinks the groups by them)."""
-        holes, sources, cut = removal_plan(rows, bounds)
+        groups' sizes, innermost first, then its row count), each run kept in front of
+        the next: ``plan`` is ``removal_plan`` of the removed rows (stores of one group
+        whose removed rows are the same share it)."""
+        holes, sources, cut = plan
         self.sparse[slots] = -1
         if len(holes):
             self.data[holes] = self.data[sources]
@@ -527,7 +528,6 @@ class ComponentStore:
             self.sparse[key_slots(moved)] = holes  # (rows fit the int32 index)
         self.n = bounds[-1] - cut[-1]
         self.touch_layout()
-        return cut
 
     def move_rows(self, current: np.ndarray, targets: np.ndarray) -> None:
         """Move row ``current[j]`` to ``targets[j]`` (a contiguous range); displaced rows

@@ -46,7 +46,7 @@ from ecs_engine.snapshot import (
     take_snapshot,
 )
 from ecs_engine.statehash import state_hash
-from ecs_engine.storage import ComponentStore, LayoutClock
+from ecs_engine.storage import ComponentStore, LayoutClock, removal_plan
 
 if TYPE_CHECKING:
     from ecs_engine.prefab import PrefabRegistry
@@ -651,6 +651,9 @@ class World:
         keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
         slots = key_slots(keys)
         shrunk: dict[Group, int] = {}  # each group's size once the keys are gone
+        # the last removal plan, with its bounds and rows: the next store of the same
+        # group (aligned rows, the same runs) uses it again
+        last: tuple[list[int], bytes, tuple[np.ndarray, np.ndarray, list[int]]] | None = None
         for store in self._stores.values():
             if store.n == 0:
                 continue
@@ -668,8 +671,16 @@ class World:
                 continue
             # the store's runs: the prefixes of its owner and the groups nested in it
             levels = owner.root.levels[owner.depth :][::-1]
-            cut = store.remove_runs(rows, gone, [g.size for g in levels] + [store.n])
-            for level, removed in zip(levels, cut[:-1], strict=True):
+            bounds = [g.size for g in levels]
+            bounds.append(store.n)
+            held = rows.tobytes()
+            if last is not None and last[0] == bounds and last[1] == held:
+                plan = last[2]
+            else:
+                plan = removal_plan(rows, bounds)
+                last = (bounds, held, plan)
+            store.remove_runs(gone, bounds, plan)
+            for level, removed in zip(levels, plan[2][:-1], strict=True):
                 shrunk[level] = level.size - removed  # (the same in each of its stores)
         for group, size in shrunk.items():
             group._set_size(size)

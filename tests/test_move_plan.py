@@ -123,8 +123,9 @@ def test_remove_runs_keeps_the_index_and_values() -> None:
     second = {int(k) for k in store.entities[[5, 6, 8, 9, 10]]}
     doomed = np.array([0, 4, 7, 11, 12, 19], np.int64)
     slots = key_slots(store.entities[doomed])
-    cut = store.remove_runs(doomed, slots, [5, 12, 20])
-    assert cut == [2, 4, 6] and store.n == 14
+    plan = removal_plan(doomed, [5, 12, 20])
+    store.remove_runs(slots, [5, 12, 20], plan)
+    assert plan[2] == [2, 4, 6] and store.n == 14
     keys = store.entities[: store.n]
     assert [before[k] for k in keys.tolist()] == store.data["a"][: store.n].tolist()
     assert (store.sparse[key_slots(keys)] == np.arange(store.n)).all()
