@@ -52,7 +52,18 @@ SHAPES: tuple[tuple[type, ...], ...] = (
     (A, B, C, D, E), (B, C), (A, C), (C, D), (B, D), (A, E), (F, G), (A, F), (C, G))
 WRITES = ((A, B), (B, C), (A, B, C), (C, D), (A, B, C, D), (F, G), (A, F), (D, E))
 
+# spawn mixes: members of every level of the chain, of one of its types only, of none
+MIXES: tuple[tuple[type, ...], ...] = (
+    (A, B), (A, B, C), (A, B, C, D), (A, B, C, D, E), (A,), (B,), (A, C), (B, C, D), (C, D),
+    (E,), (F, G), (F,), (A, B, F, G))
+
 Model = dict[int, dict[type, int]]
+
+
+@pytest.fixture(autouse=True)
+def numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``despawn_batch`` takes the numpy path (``_destroy``), however small."""
+    monkeypatch.setattr(world_module, "SMALL_DESPAWN", 0)
 
 
 def subtree(parents: dict[int, int], roots: list[int]) -> set[int]:
@@ -95,14 +106,19 @@ class DespawnRuns(RuleBasedStateMachine):
         self.parents: dict[int, int] = {}
         self.saved: list[tuple[Snapshot, Model, dict[int, int], str, dict[str, Any]]] = []
 
-    @initialize(levels=st.integers(0, 4), second=st.sampled_from(SECOND), auto=st.booleans())
-    def setup(self, levels: int, second: tuple[type, ...], auto: bool) -> None:
+    @initialize(levels=st.sampled_from([0, 2, 3, 4, 4]), second=st.sampled_from(SECOND),
+                auto=st.booleans(), counts=st.lists(st.integers(0, 12), min_size=len(MIXES),
+                                                    max_size=len(MIXES)))
+    def setup(self, levels: int, second: tuple[type, ...], auto: bool,
+              counts: list[int]) -> None:
         self.world = World(seed=7, auto_group=auto)
         self.world.register(*TYPES, ChildOf)
         for level in CHAIN[:levels]:
             self.world.group(*level)
         if second:
             self.world.group(*second)
+        for i, (mix, count) in enumerate(zip(MIXES, counts, strict=True)):
+            self.spawn_batch(set(mix), count, 10 * i)  # a population in every run
 
     def live(self) -> list[int]:
         return sorted(self.model)
@@ -114,7 +130,8 @@ class DespawnRuns(RuleBasedStateMachine):
             self.parents.pop(key, None)
         return sorted(gone)
 
-    @rule(mix=st.sets(st.sampled_from(TYPES), min_size=1),
+    @rule(mix=st.one_of(st.sampled_from(MIXES).map(set),
+                        st.sets(st.sampled_from(TYPES), min_size=1)),
           count=st.sampled_from([0, 1, 3, 25, 40]), value=st.integers(-1000, 1000))
     def spawn_batch(self, mix: set[type], count: int, value: int) -> None:
         order = [t for t in TYPES if t in mix]
@@ -138,16 +155,21 @@ class DespawnRuns(RuleBasedStateMachine):
             self.parents[child] = parent
 
     @precondition(lambda self: self.model)
-    @rule(data=st.data(), order=st.sampled_from(["sorted", "reversed", "drawn"]),
+    @rule(data=st.data(), order=st.sampled_from(["sorted", "reversed", "shuffled", "drawn"]),
           deferred=st.booleans())
     def despawn_batch(self, data: st.DataObject, order: str, deferred: bool) -> None:
         live = self.live()
-        picked = data.draw(st.lists(st.sampled_from(live), unique=True,
-                                    max_size=min(len(live), 60)))
-        if order == "sorted":
-            picked.sort()
-        elif order == "reversed":
-            picked.sort(reverse=True)
+        if order == "drawn":  # a few keys in the order drawn
+            picked = data.draw(st.lists(st.sampled_from(live), unique=True,
+                                        max_size=min(len(live), 30)))
+        else:  # a fraction of every run, by a seeded coin per entity
+            fraction = data.draw(st.sampled_from([0.1, 0.3, 0.7]))
+            rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+            picked = [k for k in live if rng.random() < fraction]
+            if order == "shuffled":
+                picked = rng.permutation(picked).tolist()
+            elif order == "reversed":
+                picked.reverse()
         arr = np.array(picked, np.uint64)
         world = self.world
         if deferred:  # the numpy path at the block's end, whatever the batch's size
@@ -190,7 +212,7 @@ class DespawnRuns(RuleBasedStateMachine):
         before, digest = world_state(self.world), self.world.state_hash()
         with pytest.raises(ValueError, match="more than once"):  # (the repo's contract)
             self.world.despawn_batch(np.array(bad, np.uint64))
-        if dead != NULL:
+        if not self.world.is_alive(dead):  # (a restore may have brought it back)
             with pytest.raises(KeyError):
                 self.world.despawn_batch(np.array([*picked, dead], np.uint64))
         with self.world.query(A, readonly=(A,)), pytest.raises(ValueError):
@@ -236,14 +258,13 @@ class DespawnRuns(RuleBasedStateMachine):
             assert int(world.parent(key)) == self.parents.get(key, NULL)
 
 
-def test_batch_despawns_out_of_runs_match_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(world_module, "SMALL_DESPAWN", 0)  # every batch through numpy
+def test_batch_despawns_out_of_runs_match_the_model() -> None:
     run_state_machine_as_test(DespawnRuns, settings=settings(
         max_examples=60, stateful_step_count=25, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]))
 
 
-# -- one despawn at a time, the edge cases of the runs -------------------------------------
+# -- targeted: whole runs, empty groups, equal sizes, key order, subtrees ------------------
 
 
 def chain_world() -> tuple[World, dict[str, np.ndarray]]:
@@ -388,7 +409,7 @@ def test_removal_plan_keeps_every_run_in_place_exhaustively() -> None:
 
 
 def big_world() -> tuple[World, np.ndarray]:
-    n = CHUNK_ROWS + CHUNK_ROWS // 2
+    n = 2 * CHUNK_ROWS
     world = World(seed=11, auto_group=False)
     for level in CHAIN[:3]:
         world.group(*level)
@@ -453,13 +474,14 @@ def check_model(world: World, model: Model) -> None:
 
 def churn(world: World, dt: float) -> None:
     """Spawns a batch of assorted members and despawns a random batch (sometimes inside
-    a query block), drawing only from ``world.rng``."""
+    a query block), drawing only from ``world.rng``; the input adds to the batch."""
     rng = world.rng
     count = int(rng.integers(20, 60))
     mix = [t for t in (A, B, C, D) if rng.random() < 0.8] or [A]
     world.spawn_batch(*(t(v=rng.integers(0, 100, count)) for t in mix), count=count)
     live = world.entities()
-    doomed = rng.choice(live, min(len(live), int(rng.integers(21, 50))), replace=False)
+    extra = int(world.resources.get("input", 0))
+    doomed = rng.choice(live, min(len(live), int(rng.integers(1, 30)) + extra), replace=False)
     if rng.random() < 0.5:
         with world.query(A, B) as q:
             q[A]["v"] += 1
@@ -486,12 +508,39 @@ def test_sync_test_re_simulates_despawns_out_of_runs_exactly() -> None:
 
 
 def test_a_rollback_over_despawns_reaches_the_peers_state() -> None:
+    """Mispredicted inputs despawned other batches; the rollback with the right ones
+    must land on the state of a peer that had them on time."""
     world, peer = churn_world(), churn_world()
     rollback, on_time = Rollback(world, frames=4), Rollback(peer, frames=4)
-    for tick in range(6):
-        rollback.advance(tick)
-        on_time.advance(tick)
+    right = [0, 5, 2, 30, 7, 1]
+    for tick, value in enumerate(right):
+        rollback.advance(value if tick < 3 else 0)
+        on_time.advance(value)
+    assert world.state_hash() != peer.state_hash()
+    rollback.rollback(3, right[3:])
     assert world.state_hash() == peer.state_hash()
-    rollback.rollback(world.tick - 3)
-    assert world.state_hash() == peer.state_hash()
+    assert world_state(world) == world_state(peer)
+    check_invariants(world)
+
+
+def big_churn(world: World, dt: float) -> None:
+    """Despawns a random batch (numpy, across the chunks) and a few keys one by one (which
+    mark only their rows' chunks), then respawns as many into the chain."""
+    rng = world.rng
+    live = world.entities()
+    doomed = rng.choice(live, 60, replace=False)
+    world.despawn_batch(doomed[:50])
+    for key in doomed[50:].tolist():
+        world.despawn(key)
+    mix = [A, B, C] if rng.random() < 0.5 else [A, B, C, D]
+    world.spawn_batch(*(t(v=rng.integers(0, 100, 60)) for t in mix), count=60)
+
+
+def test_sync_test_over_more_than_one_chunk_of_rows() -> None:
+    world, _ = big_world()
+    world.add_system(big_churn)
+    sync = SyncTest(world, rewind=2)
+    for _ in range(5):
+        sync.step()
+    assert sync.checked >= 3 and world.store(A).n > CHUNK_ROWS
     check_invariants(world)
