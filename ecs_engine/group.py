@@ -8,10 +8,12 @@ A group may hold one *nested* group (EnTT's nested groups): a group over (A, B, 
 in (A, B) keeps the members that also have C first inside (A, B)'s prefix, and C's store
 in the same order, so queries over (A, B, C), (B, C) or (A, C) get views too while every
 entity that has their types is a member. A store still has one owner: A and B belong to
-the outer group, C to the nested one. The trade-off is EnTT's: every spawn, despawn,
-add or remove that changes membership moves rows at each level it crosses (a few row
-moves per level), and a chain serves only types that grow it (a group holds at most
-one nested group, so two queries nesting different types cannot both be served).
+the outer group, C to the nested one. The trade-off is EnTT's: every spawn, add or
+remove that changes membership moves rows at each level it crosses (a few row moves per
+level; a batch despawn plans every level's moves at once and moves each store's rows
+once, ``storage.removal_plan``), and a chain serves only types that grow it (a group
+holds at most one nested group, so two queries nesting different types cannot both be
+served).
 """
 
 from __future__ import annotations
