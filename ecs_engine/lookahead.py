@@ -5,10 +5,13 @@ hostile or corrupt file never half-loads), and at a million entities those gathe
 scatters cost about as much as reading the file. Both mostly wait on memory, and numpy
 and file reads release the GIL, so a second thread checks each store's keys as soon as
 their bytes are in while the main thread reads on: the check hides behind the read.
+When the read is done first, the main thread takes the stores the helper has not reached
+yet (from the last one back) and checks them too, so the two share what is left instead
+of the main thread waiting.
 
-Nothing here decides anything. What the thread built is used only where it was built
+Nothing here decides anything. What the threads built is used only where it was built
 from the very bytes the full parse later finds (``KeyIndex.fits``); the checksum and
-every other check still run after the read, on the main thread, and a file the thread
+every other check still run after the read, on the main thread, and a file the threads
 could not follow (odd layout, short read, any error) is simply checked there instead.
 """
 
@@ -26,63 +29,144 @@ from ecs_engine.snapshot import KeyIndex, live_keys
 MIN_BYTES = 4 << 20  # smaller files: a thread's start costs more than it hides
 
 
+class _Abandoned(Exception):
+    """The other thread failed: stop, the main thread checks the file itself."""
+
+
 class KeyLookahead:
     """A ``ReadWatcher`` for ``read_file_memory``: indexes keys on a helper thread.
 
     ``capacity_for(high_water)``: the slot capacity the world will have (the length of
-    each sparse index). After the read, ``results()`` waits for the thread and returns
-    the indexes by component name."""
+    each sparse index). After the read, ``results()`` checks the stores the helper has
+    not started on, waits for it and returns the indexes by component name."""
 
     def __init__(self, capacity_for: Callable[[int], int]) -> None:
         self._capacity_for = capacity_for
-        self._arrived = threading.Condition()
+        self._state = threading.Condition()  # guards everything below, wakes waiters
         self._got = 0
         self._done = False
+        self._failed = False
+        self._over = False  # the helper thread has returned
         self._thread: threading.Thread | None = None
+        self._buf: np.ndarray | None = None
+        self._size = 0
+        self._live: np.ndarray | None = None
+        self._capacity = 0
+        self._claimed: set[int] = set()  # key columns (in file order) someone checks
+        self._built: dict[int, KeyIndex] = {}
         self._indexes: dict[str, KeyIndex] = {}
 
     def started(self, buf: np.ndarray, size: int) -> None:
         if size < MIN_BYTES:
             return
-        self._thread = threading.Thread(target=self._run, args=(buf, size),
-                                        name="ecs-engine-key-check", daemon=True)
+        self._buf, self._size = buf, size
+        self._thread = threading.Thread(target=self._run, name="ecs-engine-key-check",
+                                        daemon=True)
         self._thread.start()
 
     def arrived(self, got: int) -> None:
-        with self._arrived:
+        with self._state:
             self._got = got
-            self._arrived.notify_all()
+            self._state.notify_all()
 
     def finished(self) -> None:
-        with self._arrived:
+        with self._state:
             self._done = True
-            self._arrived.notify_all()
+            self._state.notify_all()
 
     def results(self) -> dict[str, KeyIndex]:
-        if self._thread is not None:
-            self._thread.join()
-        return self._indexes
+        if self._thread is None:
+            return {}
+        try:
+            self._help()
+        except Exception:  # (as on the helper: the full check after the read reports it)
+            self._fail()
+        self._thread.join()
+        return {} if self._failed else self._indexes
 
     def _wait(self, nbytes: int) -> int:
-        with self._arrived:
-            self._arrived.wait_for(lambda: self._got >= nbytes or self._done)
+        with self._state:
+            self._state.wait_for(lambda: self._got >= nbytes or self._done)
             return self._got
 
-    def _run(self, buf: np.ndarray, size: int) -> None:
-        indexes: dict[str, KeyIndex] = {}
+    def _fail(self) -> None:
+        with self._state:
+            self._failed = True
+            self._state.notify_all()
+
+    def _run(self) -> None:
+        assert self._buf is not None
         try:
-            generations = live = None
-            capacity = 0
-            for kind, name, column in arriving_columns(buf, size, self._wait):
+            generations = None
+            columns: list[tuple[str, np.ndarray]] = []
+            for kind, name, column in arriving_columns(self._buf, self._size, self._wait):
                 if kind == "generations":
                     generations = column.astype(np.uint32, copy=False)
                 elif kind == "free" and generations is not None:
                     live = live_keys(generations, column.astype(np.int64, copy=False))
-                    capacity = self._capacity_for(len(generations))
-                elif kind == "keys" and live is not None:
-                    keys = column.astype(KEY_DTYPE, copy=False)
-                    twin = next((i for i in indexes.values() if i.keys_equal(keys)), None)
-                    indexes[name] = KeyIndex.build(keys, live, capacity, twin)
-        except Exception:  # the main thread checks this file itself and reports the error
-            indexes.clear()
-        self._indexes = indexes
+                    with self._state:
+                        self._live = live
+                        self._capacity = self._capacity_for(len(generations))
+                        self._state.notify_all()
+                elif kind == "keys" and self._live is not None:
+                    columns.append((name, column.astype(KEY_DTYPE, copy=False)))
+                    at = len(columns) - 1
+                    with self._state:
+                        if at in self._claimed:  # the main thread took the rest
+                            return
+                        self._claimed.add(at)
+                        self._state.notify_all()
+                    self._check(at, columns)
+        except Exception:
+            self._fail()
+        finally:
+            with self._state:
+                self._over = True
+                self._state.notify_all()
+
+    def _help(self) -> None:
+        """On the main thread, once the read is done: check the stores the helper has not
+        claimed, the last ones first in claiming (the helper goes first to last) and in
+        file order in checking (a store whose keys equal an earlier store's copies that
+        store's index, which is then always built or being built)."""
+        assert self._buf is not None
+        with self._state:
+            self._state.wait_for(lambda: self._live is not None or self._failed
+                                 or self._over)
+            if self._live is None or self._failed:
+                return
+            got = self._got
+        columns = [(name, column.astype(KEY_DTYPE, copy=False))
+                   for kind, name, column in arriving_columns(self._buf, self._size,
+                                                              lambda _: got)
+                   if kind == "keys"]
+        with self._state:
+            mine = []
+            for at in range(len(columns) - 1, -1, -1):
+                if at in self._claimed:
+                    break
+                mine.append(at)
+            self._claimed.update(mine)
+        for at in reversed(mine):
+            self._check(at, columns)
+
+    def _check(self, at: int, columns: list[tuple[str, np.ndarray]]) -> None:
+        """Build the index of key column ``at`` (of ``columns``, in file order)."""
+        name, keys = columns[at]
+        twin_at = next((i for i in range(at) if len(columns[i][1]) == len(keys)
+                        and np.array_equal(columns[i][1], keys)), None)
+        twin = None if twin_at is None else self._await(twin_at)
+        assert self._live is not None
+        index = KeyIndex.build(keys, self._live, self._capacity, twin)
+        with self._state:
+            self._built[at] = index
+            self._indexes[name] = index
+            self._state.notify_all()
+
+    def _await(self, at: int) -> KeyIndex:
+        """The index of key column ``at``, once whichever thread checks it is done."""
+        with self._state:
+            self._state.wait_for(lambda: at in self._built or self._failed)
+            if self._failed:
+                raise _Abandoned
+            return self._built[at]

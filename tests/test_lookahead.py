@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def record_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return threads
 
 
-def test_a_big_load_checks_every_store_on_the_helper_thread(
+def test_a_big_load_checks_every_store_once_off_the_critical_path(
         big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
     path, expected = big
     threads = record_builds(monkeypatch)
@@ -67,7 +68,74 @@ def test_a_big_load_checks_every_store_on_the_helper_thread(
     world.load(path)
     assert world_state(world) == expected
     check_invariants(world)
-    assert len(threads) == 3 and set(threads) == {"ecs-engine-key-check"}
+    # each store once: by the helper during the read, or by the main thread after it
+    # (stores the helper had not reached); none again by the check after the read
+    assert len(threads) == 3 and "ecs-engine-key-check" in threads
+
+
+def test_the_main_thread_takes_the_stores_a_slow_helper_has_not_reached(
+        big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, expected = big
+    threads: list[str] = []
+    real = KeyIndex.build.__func__  # type: ignore[attr-defined]
+
+    def build(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
+        me = threading.current_thread().name
+        threads.append(me)
+        if me == "ecs-engine-key-check":
+            time.sleep(0.3)  # the read is done long before: the main thread takes over
+        return real(cls, *args, **kw)
+
+    monkeypatch.setattr(KeyIndex, "build", classmethod(build))
+    world = target()
+    world.load(path)
+    assert world_state(world) == expected
+    check_invariants(world)
+    main = threading.current_thread().name
+    # stores in file order: Link (the helper's), then Pos and Vel (Vel's keys equal
+    # Pos's: it copies the index the main thread built for Pos)
+    assert threads == ["ecs-engine-key-check", main, main]
+
+
+def test_a_helper_failing_while_the_main_thread_waits_on_it_only_costs_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = World(seed=5)  # Pos and Vel on the same entities: equal keys, one index
+    keys = source.spawn_batch(Pos(x=np.arange(float(BIG))), Vel(dx=1.0), count=BIG)
+    source.add_batch(keys[::3], Link(to=keys[0]))
+    path = tmp_path / "twins.sav"
+    source.save(path)
+    expected = world_state(source)
+    real = KeyIndex.build.__func__  # type: ignore[attr-defined]
+    waiting = threading.Event()
+
+    def build(cls: type[KeyIndex], keys: np.ndarray, *args: object, **kw: object
+              ) -> KeyIndex:
+        if threading.current_thread().name == "ecs-engine-key-check" and len(keys) == BIG:
+            waiting.wait(5.0)  # Pos, claimed by the helper: fail once main waits on it
+            time.sleep(0.05)
+            raise MemoryError("no room for the index")
+        return real(cls, keys, *args, **kw)
+
+    real_await = lookahead.KeyLookahead._await
+
+    def await_(self: lookahead.KeyLookahead, at: int) -> KeyIndex:
+        waiting.set()
+        return real_await(self, at)
+
+    real_help = lookahead.KeyLookahead._help
+
+    def help_(self: lookahead.KeyLookahead) -> None:
+        with self._state:  # let the helper claim Pos first (it always does in practice)
+            self._state.wait_for(lambda: 1 in self._claimed or self._over, 5.0)
+        real_help(self)
+
+    monkeypatch.setattr(KeyIndex, "build", classmethod(build))
+    monkeypatch.setattr(lookahead.KeyLookahead, "_await", await_)
+    monkeypatch.setattr(lookahead.KeyLookahead, "_help", help_)
+    world = target()
+    world.load(path)  # checked again on the main thread, after the read
+    assert waiting.is_set()  # the main thread did wait for the helper's Pos
+    assert world_state(world) == expected
 
 
 def test_a_small_load_checks_on_the_main_thread(tmp_path: Path,
