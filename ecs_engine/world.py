@@ -670,7 +670,7 @@ class World:
                 store.remove_rows(rows, gone)
                 continue
             # the store's runs: the prefixes of its owner and the groups nested in it
-            levels = owner.root.levels[owner.depth :][::-1]
+            levels = owner.chain()[::-1]
             bounds = [g.size for g in levels]
             bounds.append(store.n)
             held = rows.tobytes()
