@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.component import ComponentBase, ComponentSchema, component_values, schema_of
+from ecs_engine.component import (
+    ComponentBase,
+    ComponentSchema,
+    component_values,
+    schema_of,
+    type_schema,
+)
 from ecs_engine.entity import KEY_DTYPE, as_keys, format_key, key_slots, reject_repeats
 from ecs_engine.storage import PARENT_LINK
 
@@ -64,7 +70,7 @@ def _rows(world: World, arr: np.ndarray, ctype: type,
           op: str) -> tuple[ComponentStore | None, np.ndarray]:
     """The store of ``ctype`` (None if the world has none yet) and each key's row in it;
     ``KeyError`` if a key has no such component."""
-    schema = schema_of(ctype)
+    schema = type_schema(ctype)
     store = world._stores.get(ctype)
     if store is None:
         rows = np.full(len(arr), -1, np.int64)
@@ -129,7 +135,7 @@ def set_batch(world: World, keys: Any, ctype: type, values: Any) -> None:
     """
     arr = _keys(world, keys, "set_batch")
     reject_repeats(arr, "set_batch")
-    schema = schema_of(ctype)
+    schema = type_schema(ctype)
     if schema.name == PARENT_LINK:
         raise TypeError("set_batch: ChildOf is written with world.set_parent, which checks "
                         "cycles and keeps depths right")

@@ -709,6 +709,16 @@ def schema_of(ctype: Any) -> ComponentSchema:
     return schema
 
 
+def type_schema(ctype: Any) -> ComponentSchema:
+    """``schema_of`` for an argument that must be the component class itself: an
+    instance (which finds its class's schema too) is a ``TypeError`` naming the mistake."""
+    schema = schema_of(ctype)
+    if not isinstance(ctype, type):
+        raise TypeError(f"pass the component class {schema.name} itself, not an instance "
+                        f"({schema.name}(...))")
+    return schema
+
+
 def is_component_type(obj: Any) -> bool:
     return isinstance(getattr(obj, SCHEMA_ATTR, None), ComponentSchema)
 

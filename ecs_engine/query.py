@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.component import schema_of
+from ecs_engine.component import schema_of, type_schema
 from ecs_engine.entity import key_slots
 from ecs_engine.group import Group, innermost_level
 from ecs_engine.hierarchy import ChildOf
@@ -66,7 +66,7 @@ class QueryPlan:
         if not types_t:
             raise ValueError("query needs at least one component type")
         for t in types_t + without_t:
-            schema_of(t)
+            type_schema(t)
         if len(set(types_t)) != len(types_t):
             raise ValueError("query lists a component type twice")
         overlap = set(types_t) & set(without_t)

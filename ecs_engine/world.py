@@ -18,7 +18,13 @@ import numpy as np
 from ecs_engine import hierarchy
 from ecs_engine.batch import alive_mask, get_batch, set_batch
 from ecs_engine.blueprint import Blueprint, Instance, extract, instantiate
-from ecs_engine.component import ComponentBase, component_values, detached, schema_of
+from ecs_engine.component import (
+    ComponentBase,
+    component_values,
+    detached,
+    schema_of,
+    type_schema,
+)
 from ecs_engine.entity import (
     KEY_DTYPE,
     NULL,
@@ -134,7 +140,7 @@ class World:
     def _store(self, ctype: type) -> ComponentStore:
         store = self._stores.get(ctype)
         if store is None:
-            schema = schema_of(ctype)
+            schema = type_schema(ctype)
             other = self._types_by_name.get(schema.name)
             if other is not None:
                 raise TypeError(f"two component types are named {schema.name!r} "
@@ -517,7 +523,7 @@ class World:
     def remove(self, entity: KeyLike, ctype: type) -> None:
         """Detach a component. ``KeyError`` if the entity is not alive or lacks it."""
         key = self._check_alive(entity, "remove")
-        name = schema_of(ctype).name
+        name = type_schema(ctype).name
         if not self._deferring and not self.has(key, ctype):
             raise KeyError(f"remove: {key_str(key)} has no {name}")
         keys = np.array([key], KEY_DTYPE)
@@ -535,7 +541,7 @@ class World:
     def remove_batch(self, keys: Any, ctype: type) -> None:
         """Detach a component from many entities (all must have it)."""
         arr = self._check_alive_batch(keys, "remove_batch").copy()
-        name = schema_of(ctype).name
+        name = type_schema(ctype).name
         if ctype is ChildOf:
             store = self._stores.get(ChildOf)
             rows = store.rows_of(key_slots(arr)) if store else np.full(len(arr), -1)
@@ -700,7 +706,7 @@ class World:
         key = as_key(entity, "has")
         store = self._stores.get(ctype)
         if store is None:
-            schema_of(ctype)
+            type_schema(ctype)
             return False
         return self._slots.is_alive(key) and bool(store.contains(key_slot(key)))
 
@@ -719,7 +725,7 @@ class World:
         key = self._check_alive(entity, "get")
         store = self._stores.get(ctype)
         if store is None or not store.contains(key_slot(key)):
-            raise KeyError(f"get: {key_str(key)} has no {schema_of(ctype).name}"
+            raise KeyError(f"get: {key_str(key)} has no {type_schema(ctype).name}"
                            f"{self._deferred_note(key)}")
         return Record(store, key, self._slots)
 
@@ -729,7 +735,7 @@ class World:
         key = as_key(entity, "try_get")
         store = self._stores.get(ctype)
         if store is None:
-            schema_of(ctype)
+            type_schema(ctype)
             return None
         if (not self._slots.is_alive(key) or not store.contains(key_slot(key))
                 or key in self._pending_despawn):
@@ -787,7 +793,7 @@ class World:
         """How many entities have a component of this type."""
         store = self._stores.get(ctype)
         if store is None:
-            schema_of(ctype)  # TypeError for a non-component
+            type_schema(ctype)  # TypeError for a non-component
             return 0
         return store.n
 

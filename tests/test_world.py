@@ -699,3 +699,34 @@ def test_spawn_batch_count_must_be_an_int(count: object) -> None:
     with pytest.raises((TypeError, ValueError), match="count"):
         world.spawn_batch(Position(), count=count)  # type: ignore[arg-type]
     assert len(world) == 0
+
+
+def test_an_instance_where_a_component_type_belongs_is_named_as_that_mistake() -> None:
+    """``world.get(e, Position())`` once claimed the entity had no Position, ``has`` said
+    False and a query's ``without=(Velocity(),)`` excluded nothing: an instance finds its
+    class's schema, so it passed for the type."""
+    world = World()
+    e = world.spawn(Position(), Velocity())
+    before = len(world)
+    pos: Any = Position()  # (mypy refuses these calls already: the check is for runtime)
+    vel: Any = Velocity()
+    calls = {
+        "get": lambda: world.get(e, pos),
+        "try_get": lambda: world.try_get(e, pos),
+        "has": lambda: world.has(e, pos),
+        "count": lambda: world.count(pos),
+        "remove": lambda: world.remove(e, pos),
+        "get_batch": lambda: world.get_batch([e], pos),
+        "set_batch": lambda: world.set_batch([e], pos, {"x": 1.0}),
+        "query": lambda: world.query(pos).__enter__(),
+        "query without": lambda: world.query(Position, without=(vel,)),
+        "query readonly": lambda: world.query(Position, readonly=(vel,)),
+        "register": lambda: world.register(vel),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=r"pass the component class (Position|Velocity) "
+                                            r"itself, not an instance"):
+            call()
+        assert world.has(e, Position) and len(world) == before, name
+    with world.query(Position, without=(Velocity,)) as q:
+        assert len(q) == 0
