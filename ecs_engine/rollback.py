@@ -45,11 +45,11 @@ InputFn = Callable[["World", Any], None]
 
 
 def set_input_resource(world: World, inputs: Any) -> None:
-    """The default ``apply_input``: ``world.resources["input"] = inputs`` (a copy of a
-    dict, so a caller reusing its dict cannot change a recorded frame); ``None`` keeps the
-    resource as it is."""
+    """The default ``apply_input``: ``world.resources["input"]`` = a deep copy of
+    ``inputs`` (a system changing the resource cannot change a recorded frame); ``None``
+    keeps the resource as it is."""
     if inputs is not None:
-        world.resources["input"] = dict(inputs) if isinstance(inputs, dict) else inputs
+        world.resources["input"] = copy_resources(inputs)
 
 
 def _grow(buf: np.ndarray, size: int) -> np.ndarray:
@@ -276,7 +276,9 @@ class _Frame:
             "origin": world._versions}
         self.frame = world.tick
         self.jumps = world._jumps
-        self.inputs = inputs
+        # A copy: callers reuse one input dict from frame to frame, and a re-simulation
+        # must replay what each frame was given.
+        self.inputs = copy_resources(inputs)
 
 
 class Rollback:
@@ -325,10 +327,10 @@ class Rollback:
                 and slot.jumps == self.world._jumps)
 
     def inputs(self, frame: int) -> Any:
-        """The input recorded for ``frame``."""
+        """The input recorded for ``frame`` (a copy)."""
         if not self.held(frame):
             raise KeyError(f"frame {frame} is not held (held: {self.oldest}..{self.present - 1})")
-        return self._slot(frame).inputs
+        return copy_resources(self._slot(frame).inputs)
 
     def clear(self) -> None:
         """Forget every frame (after loading a save, say: the past no longer leads here)."""

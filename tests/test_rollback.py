@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -367,3 +368,39 @@ def test_restoring_frames_of_a_big_store_copies_back_only_the_chunks_that_moved(
         assert world_state(world) == states[frame]
         check_invariants(world)
 
+
+
+def test_a_reused_input_object_does_not_rewrite_recorded_frames() -> None:
+    """Games update one input dict in place every frame. Each frame must keep the input
+    it was given: a rollback re-running the recorded inputs reproduces the present, the
+    sync test sees no desync, and ``inputs(f)`` reports what frame f got."""
+    pad: dict[str, Any] = {"cmd": 0, "held": [0]}
+    rb = Rollback(toy_world(3), frames=8)
+    for frame in range(10):
+        pad["cmd"] = frame % 4
+        pad["held"][0] = frame  # nested values are the caller's too
+        rb.advance(pad)
+    present = rb.world.state_hash()
+    assert rb.inputs(rb.world.tick - 3) == {"cmd": 7 % 4, "held": [7]}
+    rb.inputs(rb.world.tick - 3)["cmd"] = 99  # a copy: the record stays
+    assert rb.inputs(rb.world.tick - 3)["cmd"] == 3
+    rb.rollback(rb.world.tick - 6)
+    assert rb.world.state_hash() == present
+    sync = SyncTest(toy_world(3), rewind=2)
+    for frame in range(8):
+        pad["cmd"] = frame % 4
+        sync.step(pad)  # a desync would raise
+
+
+def test_systems_changing_the_input_resource_do_not_change_the_record() -> None:
+    def consume(world: World, dt: float) -> None:
+        pressed = world.resources["input"]
+        pressed["cmd"] = -1  # e.g. a system marking input as handled
+        pressed["queue"].append("handled")
+
+    world = toy_world(4)
+    world.add_system(consume)
+    rb = Rollback(world, frames=4)
+    for frame in range(6):
+        rb.advance({"cmd": frame % 4, "queue": []})
+    assert [rb.inputs(f) for f in range(2, 6)] == [{"cmd": c, "queue": []} for c in (2, 3, 0, 1)]
