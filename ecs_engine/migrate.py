@@ -1,7 +1,8 @@
 """Schema migration: fit saved rows to the component's current schema, by field name.
 
 Automatic, for the changes that cannot lose data: a field added since the save takes its
-default, a widening dtype change (``np.can_cast(old, new, "safe")``) is cast. A removed field
+default, a widening dtype change (``lossless_cast``: numpy's "safe" casts, except integers
+into floats too short for them) is cast. A removed field
 is dropped with a ``SchemaChangeWarning`` that also names the fields filled with defaults.
 
 Declared on the component (``@component(...)``, see :class:`~ecs_engine.component.Migration`),
@@ -57,6 +58,17 @@ def unknown_component_hint(saved_name: str) -> str:
             f"@component(formerly={saved_name!r})")
 
 
+def lossless_cast(old: np.dtype, new: np.dtype) -> bool:
+    """Whether casting ``old`` to ``new`` keeps every value: numpy's "safe" casts, except
+    integers into floats whose mantissa is too short for them (int64 -> float64 is "safe"
+    to numpy, yet rounds every value past 2**53)."""
+    if not np.can_cast(old, new, "safe"):
+        return False
+    if old.kind in "iu" and new.kind in "fc":
+        return old.itemsize * 8 - (old.kind == "i") <= np.finfo(new).nmant + 1
+    return True
+
+
 def _fits(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Boolean per value: representable in ``dtype`` without wrapping or rounding."""
     if dtype.kind == "b":
@@ -70,7 +82,10 @@ def _fits(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
             return (as_int >= info.min) & (as_int <= min(info.max, np.iinfo(np.int64).max))
         finite = np.isfinite(values)
         safe = np.where(finite, values, 0)
-        return finite & (safe == np.round(safe)) & (safe >= info.min) & (safe <= info.max)
+        # Bounds as powers of two, exact in every float type: info.max (2**63 - 1) as a
+        # float rounds up to 2**63, which would pass a <= test and wrap.
+        top = 2.0 ** info.bits if dtype.kind == "u" else 2.0 ** (info.bits - 1)
+        return finite & (safe == np.round(safe)) & (safe >= info.min) & (safe < top)
     with np.errstate(over="ignore", invalid="ignore"):  # float targets: no overflow to inf
         cast = values.astype(dtype)
     return ~(np.isinf(cast) & ~np.isinf(values.astype(np.float64)))
@@ -148,10 +163,13 @@ def migrate_rows(name: str, data: np.ndarray, schema: ComponentSchema) -> np.nda
             raise SaveFileError(f"{where}: saved with shape {old_shape}, the schema now has "
                                 f"{spec.shape}; cannot convert (declare "
                                 f"@component(migrate=...) to reshape it)")
-        if not np.can_cast(old_dtype, spec.dtype, "safe"):
+        if not lossless_cast(old_dtype, spec.dtype):
+            rounding = (f" ({spec.dtype} holds integers exactly only up to "
+                        f"2**{np.finfo(spec.dtype).nmant + 1})"
+                        if np.can_cast(old_dtype, spec.dtype, "safe") else "")
             raise SaveFileError(f"{where}: saved as {old_dtype}, the schema now has "
-                                f"{spec.dtype}; converting would lose values (only widening "
-                                f"changes are automatic; opt in with "
+                                f"{spec.dtype}; converting would lose values{rounding} (only "
+                                f"widening changes are automatic; opt in with "
                                 f"@component(convert={{{spec.name!r}: fn}}))")
         out[spec.name] = data[source]
     dropped = [f for f in old if f not in used]

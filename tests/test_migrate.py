@@ -190,3 +190,88 @@ def test_tag_gaining_a_field_takes_the_default() -> None:
     other.register(MarkerV2)
     other.restore(Snapshot.from_bytes(data))
     assert list(other.store(MarkerV2).live()["level"]) == [4, 4, 4]
+
+
+def saved_as(ctype: type, **values: object) -> bytes:
+    world = World()
+    world.spawn(ctype(**values))
+    return bytes(world.snapshot().to_bytes())
+
+
+def test_integers_into_a_float_too_short_for_them_are_not_automatic() -> None:
+    """numpy calls int64 -> float64 a "safe" cast, but float64 holds integers exactly
+    only up to 2**53: such a change needs an explicit convert=; narrower integers still
+    widen into floats automatically."""
+    @component(name="Account")
+    class AccountV1:
+        coins: np.int64 = 0
+        key: np.uint64 = 0
+        small: np.int32 = 0
+        tiny: np.uint16 = 0
+
+    @component(name="Account")
+    class AccountV2:
+        coins: np.float64 = 0.0
+        key: np.uint64 = 0
+        small: np.float64 = 0.0
+        tiny: np.float32 = 0.0
+
+    @component(name="Account")
+    class AccountV3:
+        coins: np.int64 = 0
+        key: np.float64 = 0.0
+        small: np.float64 = 0.0
+        tiny: np.float32 = 0.0
+
+    data = saved_as(AccountV1, coins=2**53 + 1, key=(3 << 32) | 5, small=-7, tiny=65535)
+    for ctype, field_name, saved in ((AccountV2, "coins", "int64"), (AccountV3, "key", "uint64")):
+        world = World()
+        world.register(ctype)
+        with pytest.raises(SaveFileError, match=rf"field '{field_name}': saved as {saved}, the "
+                                                rf"schema now has float64; converting would "
+                                                rf"lose values \(float64 holds integers "
+                                                rf"exactly only up to 2\*\*53\)"):
+            world.restore(Snapshot.from_bytes(data))
+        assert len(world) == 0
+
+    @component(name="Account")
+    class AccountV4:
+        coins: np.int64 = 0
+        key: np.uint64 = 0
+        small: np.float64 = 0.0
+        tiny: np.float32 = 0.0
+
+    world = World()
+    world.register(AccountV4)
+    world.restore(Snapshot.from_bytes(data))
+    row = world.store(AccountV4).live()[0]
+    assert row["coins"] == 2**53 + 1 and row["small"] == -7.0 and row["tiny"] == 65535.0
+
+
+@pytest.mark.parametrize(("annotation", "value", "fits"), [
+    (np.int64, 2.0**63, False), (np.int64, 2.0**63 - 1024, True),
+    (np.int64, -(2.0**63), True), (np.int64, -(2.0**63) - 2048, False),
+    (np.uint64, 2.0**64, False), (np.uint64, 2.0**64 - 2048, True), (np.uint64, -1.0, False),
+    (np.int32, 2.0**31, False), (np.int32, 2.0**31 - 1, True), (np.uint8, 256.0, False),
+])
+def test_a_converted_value_at_the_edge_of_an_integer_type_fits_or_fails(
+        annotation: type, value: float, fits: bool) -> None:
+    """A converter's float that equals 2**63 passed a ``<= iinfo(int64).max`` test (the max
+    rounds up to 2**63 as a float) and wrapped to -2**63."""
+    @component(name="Score")
+    class ScoreV1:
+        points: np.float64 = 0.0
+
+    namespace = {"__annotations__": {"points": annotation}, "points": 0}
+    ScoreInt = component(name="Score", convert={"points": np.rint})(
+        type("ScoreInt", (), namespace))
+    world = World()
+    world.register(ScoreInt)
+    snap = Snapshot.from_bytes(saved_as(ScoreV1, points=value))
+    if fits:
+        world.restore(snap)
+        assert float(world.store(ScoreInt).live()["points"][0]) == value
+    else:
+        with pytest.raises(SaveFileError, match="'points'"):
+            world.restore(snap)
+        assert len(world) == 0
