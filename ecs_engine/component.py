@@ -14,6 +14,7 @@ from typing import Any, TypeVar, dataclass_transform, overload
 import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE, NULL, Entity
+from ecs_engine.savevalues import portable_dtype
 
 SCHEMA_ATTR = "__component_schema__"
 EXACT_ATTR = "__component_exact__"
@@ -129,6 +130,10 @@ def _scalar_dtype(annotation: Any, where: str) -> tuple[np.dtype, bool]:
         raise TypeError(f"{where}: unsupported field type {annotation!r}") from exc
     if dt.kind not in "biuf" or dt.shape or dt.names:
         raise TypeError(f"{where}: field type must be a numeric numpy scalar, got {dt}")
+    if not portable_dtype(dt):
+        raise TypeError(f"{where}: {dt} is not supported (its layout differs between "
+                        f"platforms and has padding bytes, so equal states would save and "
+                        f"hash differently): use np.float64")
     return dt.newbyteorder("<") if dt.itemsize > 1 else dt, False
 
 

@@ -24,7 +24,17 @@ MAX_NDIM = 32
 BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")  # numpy.random names
 _DTYPE_RE = re.compile(r"[<|][biufc][0-9]{1,2}")
 _ALLOWED = ("None, bool, int, float, str, bytes, list, dict with str keys, numpy arrays "
-            "and numpy scalars of bool/int/float/complex dtypes")
+            "and numpy scalars of bool/int/float/complex dtypes up to float64/complex128; "
+            "a tuple or set: use a list")
+
+
+def portable_dtype(dt: np.dtype) -> bool:
+    """A numeric scalar dtype whose bytes mean the same everywhere: not ``longdouble`` or
+    ``clongdouble``, whose layout differs between platforms (x86's 80-bit value in 16
+    bytes, IEEE quad on others) and carries padding that would make equal states save
+    and hash differently."""
+    return dt.kind in "biu" or (dt.kind == "f" and dt.itemsize <= 8) or (
+        dt.kind == "c" and dt.itemsize <= 16)
 
 
 def wire_dtype(dt: np.dtype) -> str:
@@ -40,8 +50,9 @@ def parse_dtype(text: Any, where: str) -> np.dtype:
         dt = np.dtype(text)
     except TypeError as exc:
         raise ValueError(f"{where}: {text!r} is not a numpy dtype") from exc
-    if dt.kind not in "biufc" or dt.str != text:
-        raise ValueError(f"{where}: {text!r} is not a canonical numeric dtype string")
+    if not portable_dtype(dt) or dt.str != text:
+        raise ValueError(f"{where}: {text!r} is not a canonical numeric dtype string (long "
+                         f"doubles are not portable: use float64)")
     return dt
 
 
@@ -83,13 +94,13 @@ def to_wire(value: Any, where: str, depth: int = 0) -> Any:
             out[k] = to_wire(v, f"{where}[{k!r}]", depth + 1)
         return out
     # exactly ndarray: subclasses (masked arrays, matrices) would lose their extras
-    if (kind is np.ndarray or isinstance(value, np.generic)) and value.dtype.kind in "biufc":
+    if (kind is np.ndarray or isinstance(value, np.generic)) and portable_dtype(value.dtype):
         if value.ndim > MAX_NDIM:
             raise ValueError(f"{where}: arrays of more than {MAX_NDIM} dimensions")
         code = EXT_NDARRAY if isinstance(value, np.ndarray) else EXT_NPSCALAR
         return msgpack.ExtType(code, _array_payload(np.asarray(value)))
-    raise TypeError(f"{where}: a {kind.__module__}.{kind.__qualname__} cannot go in a save "
-                    f"file (allowed: {_ALLOWED})")
+    raise TypeError(f"{where}: a {kind.__module__}.{kind.__qualname__} cannot be saved or "
+                    f"state-hashed (allowed: {_ALLOWED})")
 
 
 # -- decoding --------------------------------------------------------------------------

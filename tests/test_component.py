@@ -420,3 +420,13 @@ def test_bools_fit_a_uint64_field_like_any_int_field() -> None:
         assert world.get(int(key), Link)["n"] == 60000
         with pytest.raises(ValueError, match="whole numbers"):
             Link(to=np.array([0.5], np.float16))
+
+
+def test_long_double_fields_are_refused() -> None:
+    """On x86 a long double is an 80-bit value in 16 bytes: 6 padding bytes of whatever
+    was in memory went into save files and state hashes, so equal states differed (and
+    '<f16' means IEEE quad elsewhere)."""
+    if np.dtype(np.longdouble).itemsize <= 8:
+        pytest.skip("long double is double on this platform")
+    with pytest.raises(TypeError, match=r"Precise\.v: .* is not supported .* use np\.float64"):
+        component(type("Precise", (), {"__annotations__": {"v": np.longdouble}}))

@@ -176,3 +176,20 @@ def test_hash_equal_exactly_when_states_equal(program: list[Any], seed: int) -> 
     loaded.register(*TYPES)
     loaded.restore(Snapshot.from_bytes(a.snapshot().to_bytes()), source="file")
     assert loaded.state_hash() == a.state_hash()
+
+
+def test_resources_that_cannot_be_hashed_say_what_to_use() -> None:
+    import pytest
+
+    from ecs_engine.savevalues import parse_dtype
+
+    world = World()
+    for value, name in (((1, 2), "builtins.tuple"), ({1, 2}, "builtins.set"),
+                        (np.longdouble(1.5), "numpy.longdouble")):
+        world.resources["arena"] = value
+        with pytest.raises(TypeError, match=rf"resources\['arena'\]: a {name} cannot be saved "
+                                            rf"or state-hashed .*a tuple or set: use a list"):
+            world.state_hash()
+    for text in ("<f16", "<c32"):
+        with pytest.raises(ValueError, match="long doubles are not portable"):
+            parse_dtype(text, "ndarray ext")
