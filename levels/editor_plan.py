@@ -32,7 +32,14 @@ from ecs_engine.levels.colors import RGBA
 from ecs_engine.levels.editor_names import Names
 from ecs_engine.levels.errors import LevelError
 from ecs_engine.levels.format import ColorRule, LayerSpec, LevelFile
-from ecs_engine.levels.loader import Batch, GeometryPlan, LevelPlan, Method, SpritePlan
+from ecs_engine.levels.loader import (
+    DEFAULT_MAX_ENTITIES,
+    Batch,
+    GeometryPlan,
+    LevelPlan,
+    Method,
+    SpritePlan,
+)
 from ecs_engine.levels.partition import partition
 from ecs_engine.levels.summary import LevelSummary
 
@@ -181,8 +188,10 @@ class EditorPlan(LevelPlan):
 
 
 def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Method,
-                      names: Names, start: float | None = None) -> EditorPlan:
-    """Resolve, partition, convert and batch an editor level (see module doc)."""
+                      names: Names, start: float | None = None, *,
+                      max_entities: int = DEFAULT_MAX_ENTITIES) -> EditorPlan:
+    """Resolve, partition, convert and batch an editor level (see module doc); at most
+    ``max_entities`` entities, counted before their arrays are built."""
     start = time.perf_counter() if start is None else start
     file = level.file
     specs: list[LayerSpec] = []
@@ -192,6 +201,7 @@ def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Metho
     batch_prefabs: list[Prefab | None] = []
     sprites: list[SpritePlan] = []
     player_start: tuple[float, float] | None = None
+    entities = 0
 
     for g in level.grids:
         plan_rules: list[ColorRule] = []
@@ -219,6 +229,9 @@ def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Metho
         is_tile = np.array([False] + [_is_static_box(p) for p in resolved])
         tile_grid = np.where(is_tile[grid], grid, 0).astype(np.int32)
         rects = partition(tile_grid, method=method, background=0)
+        # a rectangle per tile area, an entity per cell of the others (coins)
+        entities = _count_entities(file, g.where, entities, len(rects) + int(
+            np.count_nonzero(grid)) - int(np.count_nonzero(tile_grid)), max_entities)
         geometry.append(GeometryPlan(spec, tile_grid, rects, tuple(plan_rules),
                                      cell=g.cell))
         height = grid.shape[0]
@@ -249,7 +262,7 @@ def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Metho
                 player_start = (float(cols["x"][0]), float(cols["y"][0]))
 
     instance_batches, refs, inst_sprites, inst_start = _plan_instances(
-        level, names, len(batches))
+        level, names, len(batches), entities, max_entities)
     for prefab, params, comps, count, _where in instance_batches:
         batches.append(Batch(prefab.name, "sprite", comps, count, params["x"], params["y"]))
         batch_params.append(params)
@@ -271,10 +284,19 @@ def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Metho
 _Pending = tuple[Prefab, dict[str, Any], tuple[ComponentBase, ...], int, str]
 
 
-def _plan_instances(level: EditorLevel, names: Names, first_batch: int
-                    ) -> tuple[list[_Pending], list[_Ref], list[SpritePlan],
-                               tuple[float, float] | None]:
-    """Group instances into batches (same prefab, same parameter labels) and find refs."""
+def _count_entities(file: Path, where: str, before: int, more: int, limit: int) -> int:
+    total = before + more
+    if total > limit:
+        raise LevelError(file, f"the level makes {total} entities up to here ({more} here); "
+                               f"the limit is {limit} (max_entities=)", where=where)
+    return total
+
+
+def _plan_instances(level: EditorLevel, names: Names, first_batch: int, entities: int,
+                    max_entities: int) -> tuple[list[_Pending], list[_Ref], list[SpritePlan],
+                                                tuple[float, float] | None]:
+    """Group instances into batches (same prefab, same parameter labels) and find refs;
+    ``entities`` were made before them, of at most ``max_entities``."""
     file = level.file
     # instance -> (prefab, {label: value}, [(label, index, target ident, where)])
     rows: list[tuple[Instance, Prefab, dict[str, Any], list[tuple[str, int | None, Hashable,
@@ -307,6 +329,8 @@ def _plan_instances(level: EditorLevel, names: Names, first_batch: int
             label = _label_of(prefab, param)
             params[label] = _convert(file, fv, param, pending, label)
         rows.append((inst, prefab, params, pending))
+    if rows:
+        _count_entities(file, "entities and objects", entities, len(rows), max_entities)
 
     idents: dict[Hashable, tuple[int, int]] = {}
     groups: dict[tuple[Any, ...], list[int]] = {}

@@ -24,6 +24,7 @@ import numpy as np
 from ecs_engine.levels.colors import RGBA, parse_hex
 from ecs_engine.levels.editor_plan import EditorLevel, FieldValue, Instance, TileGrid
 from ecs_engine.levels.errors import LevelError
+from ecs_engine.levels.images import DEFAULT_MAX_PIXELS
 from ecs_engine.levels.jsonnode import Node, load_json
 
 __all__ = ["MAX_CELLS", "ldtk_levels", "read_ldtk"]
@@ -258,8 +259,28 @@ class _Reader:
         return v.value if isinstance(v.value, str) else repr(v.value)
 
 
-def read_ldtk(path: str | Path, level: str | int | None = None) -> EditorLevel:
-    """Read one level of an LDtk project (see module doc)."""
+def _check_cell_budget(layers: Node, max_cells: int) -> None:
+    """The IntGrid layers of a level together hold at most ``max_cells`` cells (the
+    ``max_pixels=`` of a level folder), checked from their sizes before any grid is built."""
+    sizes: list[tuple[str, int]] = []
+    for layer in layers.items():
+        if layer.get("__type").value == "IntGrid":
+            cells = (layer.req("__cWid").integer(0, MAX_CELLS)
+                     * layer.req("__cHei").integer(0, MAX_CELLS))
+            sizes.append((layer.path, cells))
+    total = sum(cells for _, cells in sizes)
+    if total > max_cells:
+        biggest = ", ".join(f"{path} {cells}" for path, cells in
+                            sorted(sizes, key=lambda item: -item[1])[:3])
+        layers.fail(f"the IntGrid layers hold {total} cells together ({biggest}"
+                    f"{', ...' if len(sizes) > 3 else ''}); the limit is {max_cells} cells for "
+                    f"all layers of a level (max_pixels=)")
+
+
+def read_ldtk(path: str | Path, level: str | int | None = None, *,
+              max_cells: int = DEFAULT_MAX_PIXELS) -> EditorLevel:
+    """Read one level of an LDtk project (see module doc); ``max_cells`` limits the cells
+    of its IntGrid layers together."""
     file = Path(path)
     root = Node(file, load_json(file))
     root.obj()
@@ -279,6 +300,7 @@ def read_ldtk(path: str | Path, level: str | int | None = None) -> EditorLevel:
     reader = _Reader(lv.file, unit, height_px, defs)
     grids: list[TileGrid] = []
     instances: list[Instance] = []
+    _check_cell_budget(lv.req("layerInstances"), max_cells)
     for layer in lv.req("layerInstances").items():
         name = layer.req("__identifier").text()
         layer = layer.named(name)

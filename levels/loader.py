@@ -163,9 +163,10 @@ def load_level(world: World, path: str | os.PathLike[str], prefabs: PrefabRegist
     parameter label) and the registry's names and aliases; with ``strict=False`` unknown
     names are skipped and counted in ``summary.skipped``. Raises :class:`LevelError` on bad
     input, leaving ``world`` unchanged. ``max_pixels`` limits the pixels (width * height) of
-    all layer images together, checked from their headers before any is decoded;
-    ``max_entities`` the entities a level folder makes (rectangles plus sprite pixels),
-    checked before any per-entity array is built.
+    all layer images together, checked from their headers before any is decoded (for an
+    editor file: the cells of all its tile and IntGrid layers together, checked from their
+    sizes); ``max_entities`` the entities a level makes (rectangles, sprite pixels, editor
+    instances and their child prefabs), checked before any per-entity array is built.
     """
     start = time.perf_counter()
     plan = plan_level(path, prefabs, method, level=level, strict=strict, names=names,
@@ -185,7 +186,7 @@ def plan_level(path: str | os.PathLike[str], prefabs: PrefabRegistry,
 
     if is_editor_file(path):
         return plan_editor_file(path, prefabs, method, level=level, strict=strict,
-                                names=names)
+                                names=names, max_pixels=max_pixels, max_entities=max_entities)
     if level is not None:
         raise LevelError(Path(path), f"a level folder is one level; level= is for LDtk "
                                      f"projects, got {level!r}")

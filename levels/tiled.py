@@ -35,6 +35,7 @@ from ecs_engine.levels.colors import RGBA
 from ecs_engine.levels.editor_names import Names
 from ecs_engine.levels.editor_plan import EditorLevel, FieldValue, Instance, TileGrid
 from ecs_engine.levels.errors import LevelError
+from ecs_engine.levels.images import DEFAULT_MAX_PIXELS
 from ecs_engine.levels.jsonnode import MAX_EDITOR_BYTES, load_json
 
 __all__ = ["MAX_CELLS", "TILED_SUFFIXES", "read_tiled"]
@@ -109,7 +110,8 @@ class _TileInfo:
 
 
 class _Reader:
-    def __init__(self, file: Path, tmap: Any, names: Names) -> None:
+    def __init__(self, file: Path, tmap: Any, names: Names,
+                 max_cells: int = DEFAULT_MAX_PIXELS) -> None:
         self.file = file
         self.map = tmap
         self.names = names
@@ -129,6 +131,17 @@ class _Reader:
             self.x0, self.y0 = 0, 0
         if cols * rows > MAX_CELLS:
             raise LevelError(file, f"{cols} x {rows} tiles is more than {MAX_CELLS}")
+        # Every tile layer becomes a grid over the whole map (an infinite map: over the
+        # bounds of all its chunks), so a few far-apart chunks in a tiny file could ask for
+        # gigabytes: the layers together get one budget, checked before any grid exists.
+        layers = sum(type(layer).__name__ == "TileLayer"
+                     for layer, _, _, _ in self._walk(tmap.layers))
+        if layers * cols * rows > max_cells:
+            raise LevelError(file, f"{layers} tile layer(s) of {cols} x {rows} tiles hold "
+                                   f"{layers * cols * rows} cells together; the limit is "
+                                   f"{max_cells} cells for all layers of a level (max_pixels=)"
+                                   + ("; the map is infinite and its chunks lie far apart"
+                                      if tmap.infinite else ""))
         self.cols, self.rows = cols, rows
 
     def _tilesets(self) -> dict[int, _TileInfo]:
@@ -200,7 +213,7 @@ class _Reader:
 
     def _cells(self, layer: Any, where: str) -> np.ndarray:
         """The layer's tile ids as a (rows, cols) array over the map (or chunk) bounds."""
-        out = np.zeros((self.rows, self.cols), np.int64)
+        out = np.zeros((self.rows, self.cols), np.uint32)  # Tiled's ids are 32-bit
         parts: list[tuple[Any, int, int]] = []
         if self.map.infinite:
             for chunk in layer.chunks or []:
@@ -216,15 +229,16 @@ class _Reader:
                                  where=f"{where}.data") from exc
             if arr.size == 0:
                 continue
+            if arr.min() < 0 or arr.max() >= 2**32:
+                raise LevelError(self.file, "tile ids are 32-bit unsigned numbers",
+                                 where=f"{where}.data")
             if arr.ndim != 2 or r0 + arr.shape[0] > self.rows or c0 + arr.shape[1] > self.cols:
                 raise LevelError(self.file, f"tile data of shape {arr.shape} does not fit the "
                                             f"map's {self.cols} x {self.rows} tiles",
                                  where=f"{where}.data")
             out[r0:r0 + arr.shape[0], c0:c0 + arr.shape[1]] = arr
-        if out.size and (out.min() < 0 or out.max() >= 2**32):
-            raise LevelError(self.file, "tile ids are 32-bit unsigned numbers",
-                             where=f"{where}.data")
-        return out & _GID_MASK
+        out &= _GID_MASK
+        return out
 
     def tile_layer(self, layer: Any, where: str, ox: float, oy: float) -> None:
         gids = self._cells(layer, where)
@@ -349,14 +363,16 @@ def _field(label: str, value: Any, where: str) -> FieldValue:
     return FieldValue(label, "other", repr(value), False, where, type(value).__name__)
 
 
-def read_tiled(path: str | Path, names: Names, level: str | int | None = None) -> EditorLevel:
-    """Read a Tiled map (see module doc); ``level`` must be None: a map is one level."""
+def read_tiled(path: str | Path, names: Names, level: str | int | None = None, *,
+               max_cells: int = DEFAULT_MAX_PIXELS) -> EditorLevel:
+    """Read a Tiled map (see module doc); ``level`` must be None: a map is one level.
+    ``max_cells`` limits the cells of all tile layers together."""
     file = Path(path)
     if level is not None:
         raise LevelError(file, f"a Tiled map is one level; level= must be None, got {level!r}")
     tmap = _parse(file)
     try:
-        reader = _Reader(file, tmap, names)
+        reader = _Reader(file, tmap, names, max_cells)
         reader.read()
     except LevelError:
         raise

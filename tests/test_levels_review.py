@@ -1,0 +1,135 @@
+"""Level loading under an outside review: budgets for editor files, Tiled file references,
+PNG transparency at low bit depths, child prefabs of placed entities, turned Tiled shapes,
+``inspect``'s picture, reserved parameters, LDtk IntGrid values and partition of uint64 grids.
+Each test failed before its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ecs_engine import World
+from ecs_engine.components import stock_prefabs
+from ecs_engine.levels import LevelError, load_level
+
+TILESET = {"firstgid": 1, "name": "t", "tilewidth": 16, "tileheight": 16, "tilecount": 2,
+           "columns": 2, "image": "t.png", "imagewidth": 32, "imageheight": 16, "margin": 0,
+           "spacing": 0, "tiles": [{"id": 0, "type": "ground"}, {"id": 1, "type": "coin"}]}
+
+
+def tmj(file: Path, layers: list[dict[str, Any]], *, width: int = 4, height: int = 4,
+        infinite: bool = False, tilesets: list[dict[str, Any]] | None = None) -> Path:
+    """A small orthogonal Tiled map (16 px tiles) written as ``.tmj``."""
+    doc = {"type": "map", "version": "1.10", "tiledversion": "1.10.2",
+           "orientation": "orthogonal", "renderorder": "right-down", "width": width,
+           "height": height, "tilewidth": 16, "tileheight": 16, "infinite": infinite,
+           "nextlayerid": len(layers) + 1, "nextobjectid": 100, "layers": layers,
+           "tilesets": [TILESET] if tilesets is None else tilesets}
+    file.write_text(json.dumps(doc))
+    return file
+
+
+def tile_layer(data: np.ndarray, ident: int = 1) -> dict[str, Any]:
+    h, w = data.shape
+    return {"type": "tilelayer", "id": ident, "name": f"l{ident}", "width": w, "height": h,
+            "x": 0, "y": 0, "opacity": 1, "visible": True, "data": data.ravel().tolist()}
+
+
+def object_layer(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "objectgroup", "id": 9, "name": "o", "x": 0, "y": 0, "opacity": 1,
+            "visible": True, "draworder": "topdown", "objects": objects}
+
+
+def ldtk(file: Path, grid: np.ndarray, layers: int = 1) -> Path:
+    """An LDtk project of one level with ``layers`` IntGrid layers of ``grid`` (1 = ground,
+    2 = coin)."""
+    h, w = grid.shape
+    values = [{"value": 1, "identifier": "ground", "color": "#8b5a2b"},
+              {"value": 2, "identifier": "coin", "color": "#ffd200"}]
+    doc = {"jsonVersion": "1.5.3", "defaultGridSize": 16,
+           "defs": {"layers": [{"identifier": f"G{i}", "uid": i, "intGridValues": values}
+                               for i in range(layers)],
+                    "entities": [], "enums": [], "externalEnums": []},
+           "levels": [{"identifier": "L0", "pxWid": w * 16, "pxHei": h * 16,
+                       "__bgColor": "#000000",
+                       "layerInstances": [
+                           {"__identifier": f"G{i}", "__type": "IntGrid", "__gridSize": 16,
+                            "__cWid": w, "__cHei": h, "__pxTotalOffsetX": 0,
+                            "__pxTotalOffsetY": 0, "layerDefUid": i,
+                            "intGridCsv": grid.ravel().tolist(), "entityInstances": []}
+                           for i in range(layers)]}]}
+    file.write_text(json.dumps(doc))
+    return file
+
+
+# --------------------------------------------------------------------------------------------
+# 1. budgets: editor files honour max_pixels= and max_entities=
+
+
+def test_far_apart_tiled_chunks_are_refused_before_any_grid_is_built(tmp_path: Path) -> None:
+    far = 8191  # a 1 kB file whose grid would span 8192 x 8192 tiles per layer
+    layers = [{"type": "tilelayer", "id": i + 1, "name": f"l{i}", "x": 0, "y": 0,
+               "opacity": 1, "visible": True, "width": far + 1, "height": far + 1,
+               "startx": 0, "starty": 0,
+               "chunks": [{"x": 0, "y": 0, "width": 1, "height": 1, "data": [1]},
+                          {"x": far, "y": far, "width": 1, "height": 1, "data": [1]}]}
+              for i in range(2)]
+    f = tmj(tmp_path / "huge.tmj", layers, width=1, height=1, infinite=True)
+    with pytest.raises(LevelError, match=r"2 tile layer\(s\) .* 134217728 cells .*max_pixels="):
+        load_level(World(), f, stock_prefabs())
+    # the budget is for all layers together: one layer fits a bigger budget, two do not
+    with pytest.raises(LevelError, match="max_pixels="):
+        load_level(World(), f, stock_prefabs(), max_pixels=(far + 1) ** 2 + 1)
+
+
+def test_max_pixels_counts_every_tiled_layer_and_every_ldtk_intgrid_layer(
+        tmp_path: Path) -> None:
+    grid = np.ones((10, 10), np.int64)
+    f = tmj(tmp_path / "m.tmj", [tile_layer(grid, 1), tile_layer(grid, 2)], width=10,
+            height=10)
+    load_level(World(), f, stock_prefabs(), max_pixels=200)
+    with pytest.raises(LevelError, match="200 cells together"):
+        load_level(World(), f, stock_prefabs(), max_pixels=199)
+    p = ldtk(tmp_path / "p.ldtk", grid, layers=2)
+    load_level(World(), p, stock_prefabs(), max_pixels=200)
+    with pytest.raises(LevelError, match="200 cells together") as info:
+        load_level(World(), p, stock_prefabs(), max_pixels=199)
+    assert info.value.where == "levels[0](L0).layerInstances"
+
+
+@pytest.mark.parametrize("kind", ["tiled", "ldtk"])
+def test_max_entities_limits_editor_levels(tmp_path: Path, kind: str) -> None:
+    grid = np.full((10, 10), 2, np.int64)  # coins: one entity per cell
+    f = (tmj(tmp_path / "m.tmj", [tile_layer(grid)], width=10, height=10) if kind == "tiled"
+         else ldtk(tmp_path / "p.ldtk", grid))
+    world = World()
+    with pytest.raises(LevelError, match=r"100 entities .*limit is 99 \(max_entities=\)"):
+        load_level(world, f, stock_prefabs(), max_entities=99)
+    assert len(world) == 0
+    assert len(load_level(World(), f, stock_prefabs(), max_entities=100).keys) == 100
+
+
+def test_tiled_objects_count_towards_max_entities(tmp_path: Path) -> None:
+    objects = [{"id": i, "type": "coin", "name": "", "x": 8 * i, "y": 8, "width": 0,
+                "height": 0, "point": True, "rotation": 0, "visible": True}
+               for i in range(1, 6)]
+    f = tmj(tmp_path / "m.tmj", [object_layer(objects)])
+    with pytest.raises(LevelError, match="5 entities"):
+        load_level(World(), f, stock_prefabs(), max_entities=4)
+
+
+def test_out_of_memory_while_reading_an_editor_file_is_a_level_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecs_engine.levels import editor_plan
+
+    def exhausted(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(editor_plan, "partition", exhausted)
+    f = tmj(tmp_path / "m.tmj", [tile_layer(np.ones((4, 4), np.int64))])
+    with pytest.raises(LevelError, match="out of memory"):
+        load_level(World(), f, stock_prefabs())
