@@ -31,7 +31,7 @@ from ecs_engine.prefab import PrefabOf, PrefabRegistry
 if TYPE_CHECKING:
     from ecs_engine.snapshot import Snapshot, StoreSnapshot
 
-__all__ = ["RESERVED", "Derived", "join", "rederive", "split"]
+__all__ = ["RESERVED", "Derived", "for_file", "join", "rederive", "split"]
 
 RESERVED = "ecs_engine.prefab_fields"
 """The resources key of the prefab table in a save file (never in a live world)."""
@@ -98,6 +98,16 @@ def _column_store(name: str, field: str, column: np.ndarray,
     return StoreSnapshot(f"{name}{_SEP}{field}", (rows,), entities.copy())
 
 
+def for_file(snap: Snapshot, prefabs: PrefabRegistry | None) -> Snapshot:
+    """The snapshot as it goes into a file: :func:`split` with a registry, else as it is.
+    ``TypeError`` if its resources use :data:`RESERVED`, with or without a registry: a
+    load would take that entry for the prefab table."""
+    if RESERVED in snap.resources:
+        raise TypeError(f"resources may not use the key {RESERVED!r} (save files keep the "
+                        f"prefab table there)")
+    return split(snap, prefabs) if prefabs is not None else snap
+
+
 def split(snap: Snapshot, prefabs: PrefabRegistry) -> Snapshot:
     """The snapshot as it goes into a file: prefab-owned columns reduced to the rows that
     differ from their prefab (see the module doc). Unchanged if nothing is prefab-owned."""
@@ -131,7 +141,10 @@ def split(snap: Snapshot, prefabs: PrefabRegistry) -> Snapshot:
                 has_base[rows] = True
                 values[str(int(pid))] = value.tolist()
                 table["names"][str(int(pid))] = prefab.name  # type: ignore[union-attr]
-            differs = column != base
+            # By bits, not by value: -0.0 == 0.0 (and a NaN's payload) would otherwise
+            # load as the prefab's value, not the saved one.
+            bits = np.dtype(f"u{column.dtype.itemsize}")
+            differs = column.view(bits) != base.view(bits)
             if differs.ndim > 1:
                 differs = differs.reshape(s.n, -1).any(axis=1)
             override = ~has_base | differs
@@ -145,9 +158,7 @@ def split(snap: Snapshot, prefabs: PrefabRegistry) -> Snapshot:
     if not table["order"]:
         return snap
     resources = dict(snap.resources)
-    if RESERVED in resources:
-        raise TypeError(f"resources may not use the reserved key {RESERVED!r}")
-    resources[RESERVED] = table
+    resources[RESERVED] = table  # (for_file refused a world's own entry under this key)
     return dataclasses.replace(snap, stores=tuple(stores), resources=resources)
 
 

@@ -309,13 +309,13 @@ def save_world(world: World, path: str | os.PathLike[str]) -> Snapshot:
     snapshot holds exactly the state in the file. Prefab-owned fields are stored only
     where they differ from ``world.prefabs``' prefabs.
     """
-    from ecs_engine.prefab_fields import split
+    from ecs_engine.prefab_fields import for_file
     from ecs_engine.snapshot import live_view
 
     if world._open_queries:
         raise RuntimeError("cannot save while a query is open")
     view = live_view(world)
-    plans = [_plan(split(view, world.prefabs) if world.prefabs is not None else view)]
+    plans = [_plan(for_file(view, world.prefabs))]
     del view  # views of the stores live only as long as the plan: see below
     taken: list[Snapshot] = []
 

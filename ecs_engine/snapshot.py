@@ -107,9 +107,10 @@ class Snapshot:
     def to_bytes(self) -> memoryview:
         """The snapshot as save-file bytes (msgpack; see SAVE_FORMAT.md): a read-only,
         bytes-like view of one fresh buffer (``bytes(...)`` copies it)."""
+        from ecs_engine.prefab_fields import for_file
         from ecs_engine.savefile import encode_snapshot
 
-        return encode_snapshot(self)
+        return encode_snapshot(for_file(self, None))
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Snapshot:
@@ -122,10 +123,10 @@ class Snapshot:
     def save(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> None:
         """Write atomically to ``path`` (temp file, fsync, rename). With ``prefabs``,
         prefab-owned fields are stored only where they differ from the prefab."""
-        from ecs_engine.prefab_fields import split
+        from ecs_engine.prefab_fields import for_file
         from ecs_engine.savefile import write_file
 
-        write_file(path, split(self, prefabs) if prefabs is not None else self)
+        write_file(path, for_file(self, prefabs))
 
     @classmethod
     def load(cls, path: str | Path) -> Snapshot:

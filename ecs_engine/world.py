@@ -1089,10 +1089,10 @@ class World:
 
         lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water))
         read, memory = read_file_memory(path, self._buffers, lookahead)
-        snap, derived = join(read)
-        del read
         registry = prefabs if prefabs is not None else self.prefabs
         try:  # what the file holds does not fit this world: name the file too
+            snap, derived = join(read)
+            del read
             if registry is not None:
                 types = {}
                 for s in snap.stores:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import msgpack
@@ -226,3 +227,55 @@ def test_the_demo_picks_up_a_rebalanced_enemy_from_an_old_save(tmp_path: Path) -
         level_set = saved_speed != np.float32(4.0)
         np.testing.assert_array_equal(speeds[~level_set], 11.0)
         np.testing.assert_array_equal(speeds[level_set], saved_speed[level_set])
+
+
+def test_a_negative_zero_over_a_zero_prefab_value_survives_a_save(tmp_path: Path) -> None:
+    """Overrides were found by value (-0.0 == 0.0), so the sign was lost on every load."""
+    reg = PrefabRegistry()
+    reg.register("still", Stats(speed=0.0), Pos())
+    world = World(seed=1)
+    world.prefabs = reg
+    keys = reg.instantiate_batch(world, "still", count=3)
+    world.get(keys[1], Stats)["speed"] = -0.0
+    world.get(keys[2], Stats)["speed"] = float("nan")
+    world.save(tmp_path / "z.sav")
+    for registry in (None, reg):
+        loaded = fresh()
+        loaded.load(tmp_path / "z.sav", prefabs=registry)
+        assert loaded.state_hash() == world.state_hash()
+        speed = column(loaded, Stats, "speed")
+        assert np.signbit(speed).tolist() == [False, True, False] and np.isnan(speed[2])
+
+
+@pytest.mark.parametrize("value", [{"names": {}, "values": {}, "order": {}}, "user data"])
+def test_the_reserved_resource_key_is_refused_by_every_save(tmp_path: Path,
+                                                             value: object) -> None:
+    """Without prefab-owned fields (or without a registry) the key was written, and the
+    load then took it for the prefab table: a dict vanished, anything else made the
+    game's own save unloadable."""
+    world = World()
+    world.spawn(Pos())
+    world.resources[RESERVED] = value
+    for save in (lambda: world.save(tmp_path / "r.sav"),
+                 lambda: world.snapshot().save(tmp_path / "r.sav"),
+                 lambda: world.snapshot().save(tmp_path / "r.sav", prefabs=registry()),
+                 lambda: world.snapshot().to_bytes()):
+        with pytest.raises(TypeError, match="resources may not use the key"):
+            save()
+        assert not (tmp_path / "r.sav").exists()
+
+
+def test_a_malformed_prefab_table_names_the_file(saved: tuple[Path, np.ndarray],
+                                                 tmp_path: Path) -> None:
+    """The table is read before the load's other checks; its errors name the file too."""
+    from ecs_engine.prefab_fields import split
+    from ecs_engine.savefile import write_file
+
+    table_snap = split(Snapshot.load(saved[0]), registry())
+    bad = tmp_path / "bad.sav"
+    write_file(bad, dataclasses.replace(table_snap, resources={**table_snap.resources,
+                                                                RESERVED: "not a table"}))
+    world = fresh()
+    with pytest.raises(SaveFileError, match=f"{bad}: .*prefab table"):
+        world.load(bad)
+    assert len(world) == 0
