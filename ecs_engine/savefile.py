@@ -33,6 +33,7 @@ from ecs_engine.memcopy import as_bytes, root_of
 from ecs_engine.savevalues import (
     BIT_GENERATORS,
     check_value,
+    checked_tick,
     ext_hook,
     parse_dtype,
     to_wire,
@@ -158,7 +159,7 @@ def _meta(snap: Snapshot, version: int = FORMAT_VERSION
         components.append({"name": s.name, "count": s.n, "group_size": s.group_size,
                            "fields": fields})
     meta = {
-        "tick": int(snap.tick),
+        "tick": checked_tick(snap.tick),
         "slots": {"count": hw, "free": nfree},
         "components": components,
         "groups": [list(g) for g in snap.groups],

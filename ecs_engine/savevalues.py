@@ -37,6 +37,16 @@ def portable_dtype(dt: np.dtype) -> bool:
         dt.kind == "c" and dt.itemsize <= 16)
 
 
+def checked_tick(tick: Any) -> int:
+    """``tick`` as the int64 a save file and the state hash store (``TypeError`` for what
+    is not an integer, ``ValueError`` outside int64: a save its own loader refuses)."""
+    if isinstance(tick, bool) or not isinstance(tick, (int, np.integer)):
+        raise TypeError(f"world.tick must be an int, got {type(tick).__name__} {tick!r}")
+    if not -(1 << 63) <= int(tick) < (1 << 63):
+        raise ValueError(f"world.tick {tick} is outside int64 (a save stores it as one)")
+    return int(tick)
+
+
 def wire_dtype(dt: np.dtype) -> str:
     """The little-endian dtype string of a numeric scalar dtype, e.g. ``'<f4'``, ``'|b1'``."""
     return dt.newbyteorder("<").str if dt.itemsize > 1 else dt.str

@@ -20,7 +20,7 @@ import numpy as np
 import xxhash
 
 from ecs_engine.memcopy import as_bytes
-from ecs_engine.savevalues import to_wire, wire_dtype
+from ecs_engine.savevalues import checked_tick, to_wire, wire_dtype
 
 if TYPE_CHECKING:
     from ecs_engine.storage import ComponentStore
@@ -79,7 +79,7 @@ def state_hash(world: World) -> str:
     h.update(_TAG)
     slots = world._slots
     hw, n_free = slots.high_water, slots.n_free
-    h.update(struct.pack("<qQQ", world.tick, hw, n_free))
+    h.update(struct.pack("<qQQ", checked_tick(world.tick), hw, n_free))
     _update_array(h, slots.generations[:hw])
     _update_array(h, slots.alive[:hw])
     _update_array(h, slots.free[:n_free])

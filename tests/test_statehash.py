@@ -193,3 +193,25 @@ def test_resources_that_cannot_be_hashed_say_what_to_use() -> None:
     for text in ("<f16", "<c32"):
         with pytest.raises(ValueError, match="long doubles are not portable"):
             parse_dtype(text, "ndarray ext")
+
+
+def test_a_tick_outside_int64_is_refused_by_save_and_hash(tmp_path: Any) -> None:
+    """A tick of 2**63 saved fine and then failed its own load (and the hash raised a
+    struct.error); a float tick was truncated."""
+    import pytest
+
+    world = World()
+    world.spawn()
+    for tick, error, message in ((2**63, ValueError, "outside int64"),
+                                 (-(2**63) - 1, ValueError, "outside int64"),
+                                 (1.5, TypeError, "must be an int")):
+        world.tick = tick  # type: ignore[assignment]
+        for call in (world.state_hash, lambda: world.save(tmp_path / "t.sav"),
+                     lambda: world.snapshot().to_bytes()):
+            with pytest.raises(error, match=message):
+                call()
+    world.tick = np.int64(2**63 - 1)  # type: ignore[assignment]
+    world.save(tmp_path / "t.sav")
+    other = World()
+    other.load(tmp_path / "t.sav")
+    assert other.tick == 2**63 - 1 and other.state_hash() == world.state_hash()
