@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ecs_engine.levels.errors import LevelError
+from ecs_engine.levels.safe_read import read_regular
 
 __all__ = ["MAX_EDITOR_BYTES", "Node", "load_json"]
 
@@ -25,14 +26,7 @@ MAX_EDITOR_BYTES = 256 * 2**20
 
 def load_json(path: Path) -> Any:
     """Parse a JSON file; syntax errors become a :class:`LevelError` with ``line:col``."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_EDITOR_BYTES:
-            raise LevelError(path, f"file is {size} bytes; an editor file may be at most "
-                                   f"{MAX_EDITOR_BYTES} bytes")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LevelError(path, f"cannot read: {exc.strerror or exc}") from exc
+    raw = read_regular(path, MAX_EDITOR_BYTES, "editor file")  # never a FIFO or a device
     try:
         text = raw.decode("utf-8-sig")  # editors on Windows may write a byte-order mark
     except UnicodeDecodeError as exc:

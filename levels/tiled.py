@@ -37,6 +37,8 @@ from ecs_engine.levels.editor_plan import EditorLevel, FieldValue, Instance, Til
 from ecs_engine.levels.errors import LevelError
 from ecs_engine.levels.images import DEFAULT_MAX_PIXELS
 from ecs_engine.levels.jsonnode import MAX_EDITOR_BYTES, load_json
+from ecs_engine.levels.safe_read import read_regular
+from ecs_engine.levels.tiled_refs import check_references
 
 __all__ = ["MAX_CELLS", "TILED_SUFFIXES", "read_tiled"]
 
@@ -46,23 +48,17 @@ _GID_MASK = 0x0FFFFFFF  # the top four bits are flip/rotation flags
 
 
 def _check_syntax(file: Path) -> None:
-    """JSON or XML syntax errors with their position, before pytiled-parser sees the file."""
+    """JSON or XML syntax errors with their position, before pytiled-parser sees the file;
+    then every file the map refers to (:mod:`.tiled_refs`)."""
+    doc: Any
     if file.suffix.lower() == ".tmx":
+        raw = read_regular(file, MAX_EDITOR_BYTES, "editor file")
         try:
-            size = file.stat().st_size
-        except OSError as exc:
-            raise LevelError(file, f"cannot read: {exc.strerror or exc}") from exc
-        if size > MAX_EDITOR_BYTES:
-            raise LevelError(file, f"file is {size} bytes; an editor file may be at most "
-                                   f"{MAX_EDITOR_BYTES} bytes")
-        try:
-            ET.parse(file)
+            doc = ET.fromstring(raw)
         except ET.ParseError as exc:
             line, col = exc.position
             raise LevelError(file, f"invalid XML: {exc}", where=f"line {line}:{col + 1}") \
                 from exc
-        except OSError as exc:
-            raise LevelError(file, f"cannot read: {exc.strerror or exc}") from exc
         except (LookupError, ValueError) as exc:  # e.g. <?xml encoding="U0F-8"?>
             raise LevelError(file, f"invalid XML declaration: {exc}") from exc
     else:
@@ -71,6 +67,7 @@ def _check_syntax(file: Path) -> None:
             kind = doc.get("type") if isinstance(doc, dict) else type(doc).__name__
             raise LevelError(file, f"not a Tiled map (type {kind!r}); a tileset or other "
                                    f"file cannot be loaded as a level")
+    check_references(file, doc)
 
 
 def _parse(file: Path) -> Any:

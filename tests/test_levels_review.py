@@ -133,3 +133,104 @@ def test_out_of_memory_while_reading_an_editor_file_is_a_level_error(
     f = tmj(tmp_path / "m.tmj", [tile_layer(np.ones((4, 4), np.int64))])
     with pytest.raises(LevelError, match="out of memory"):
         load_level(World(), f, stock_prefabs())
+
+
+# --------------------------------------------------------------------------------------------
+# 2. the files a Tiled map refers to
+
+
+def _ts_map(file: Path, source: str) -> Path:
+    return tmj(file, [tile_layer(np.array([[1, 1]]))], width=2, height=1,
+               tilesets=[{"firstgid": 1, "source": source}])
+
+
+def _tileset(file: Path) -> Path:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({**{k: v for k, v in TILESET.items() if k != "firstgid"},
+                                "type": "tileset", "version": "1.10"}))
+    return file
+
+
+def test_tileset_paths_outside_the_project_root_are_refused(tmp_path: Path) -> None:
+    _tileset(tmp_path / "private" / "secret.json")
+    (tmp_path / "maps").mkdir()
+    for source, why in [("../private/secret.json", "outside the map's project root"),
+                        (str(tmp_path / "private" / "secret.json"), "absolute path"),
+                        ("C:\\tiles\\secret.json", "absolute path")]:
+        f = _ts_map(tmp_path / "maps" / "m.tmj", source)
+        with pytest.raises(LevelError, match=why) as info:
+            load_level(World(), f, stock_prefabs())
+        assert info.value.where == "tilesets[0].source"
+    # a link inside the folder that leads out of it is outside too
+    (tmp_path / "maps" / "link.json").symlink_to(tmp_path / "private" / "secret.json")
+    with pytest.raises(LevelError, match="outside the map's project root"):
+        load_level(World(), _ts_map(tmp_path / "maps" / "m.tmj", "link.json"), stock_prefabs())
+
+
+def test_a_tiled_project_file_makes_sibling_folders_usable(tmp_path: Path) -> None:
+    _tileset(tmp_path / "tilesets" / "t.json")
+    (tmp_path / "maps").mkdir()
+    f = _ts_map(tmp_path / "maps" / "m.tmj", "../tilesets/t.json")
+    with pytest.raises(LevelError, match="outside"):
+        load_level(World(), f, stock_prefabs())
+    (tmp_path / "game.tiled-project").write_text("{}")
+    assert load_level(World(), f, stock_prefabs()).rect_counts == {"ground": 1}
+    # a path that climbs out and back in stays allowed without a project (arcade's maps)
+    (tmp_path / "game.tiled-project").unlink()
+    _tileset(tmp_path / "maps" / "t.json")
+    f = _ts_map(tmp_path / "maps" / "m.tmj", "../maps/t.json")
+    assert load_level(World(), f, stock_prefabs()).rect_counts == {"ground": 1}
+
+
+def test_special_files_are_refused_without_reading_them(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "pipe.json")  # reading it would block forever
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "dir.json").mkdir()
+    for source, why in [("pipe.json", "not a regular file"), ("dir.json", "not a regular"),
+                        ("zero.json", "outside the map's project root")]:
+        with pytest.raises(LevelError, match=why) as info:
+            load_level(World(), _ts_map(tmp_path / "m.tmj", source), stock_prefabs())
+        assert info.value.where == "tilesets[0].source"
+
+
+def test_missing_tileset_and_template_name_where_they_are_referred_to(tmp_path: Path) -> None:
+    with pytest.raises(LevelError, match="'nope.json'.*No such file") as info:
+        load_level(World(), _ts_map(tmp_path / "m.tmj", "nope.json"), stock_prefabs())
+    assert info.value.where == "tilesets[0].source"
+    tmx = tmp_path / "m.tmx"
+    tmx.write_text('<?xml version="1.0"?><map version="1.10" orientation="orthogonal" '
+                   'renderorder="right-down" width="2" height="1" tilewidth="16" '
+                   'tileheight="16" infinite="0" nextlayerid="3" nextobjectid="2">'
+                   '<objectgroup id="2" name="o"><object id="1" template="../t.tx" x="0" '
+                   'y="0"/></objectgroup></map>')
+    with pytest.raises(LevelError, match="outside") as info:
+        load_level(World(), tmx, stock_prefabs())
+    assert info.value.where == "object(id 1).template"
+
+
+def test_a_template_s_own_tileset_is_checked_too(tmp_path: Path) -> None:
+    (tmp_path / "t.tj").write_text(json.dumps({
+        "type": "template", "tileset": {"firstgid": 1, "source": "/etc/passwd"},
+        "object": {"gid": 1, "width": 16, "height": 16, "name": "", "type": "coin",
+                   "rotation": 0, "visible": True}}))
+    f = tmj(tmp_path / "m.tmj", [object_layer([{"id": 1, "template": "t.tj", "x": 0,
+                                                "y": 16}])])
+    with pytest.raises(LevelError, match="absolute path") as info:
+        load_level(World(), f, stock_prefabs())
+    assert info.value.file == str(tmp_path / "t.tj")
+    assert info.value.where == "tileset.source"
+
+
+def test_an_ldtk_external_level_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    import os
+
+    p = ldtk(tmp_path / "p.ldtk", np.ones((2, 2), np.int64))
+    doc = json.loads(p.read_text())
+    doc["levels"][0].update(layerInstances=None, externalRelPath="p/L0.ldtkl")
+    p.write_text(json.dumps(doc))
+    (tmp_path / "p").mkdir()
+    os.mkfifo(tmp_path / "p" / "L0.ldtkl")
+    with pytest.raises(LevelError, match="not a regular file"):
+        load_level(World(), p, stock_prefabs())
