@@ -21,7 +21,7 @@ from ecs_engine.levels.colors import RGBA, pack, pack_image, to_hex, unpack
 from ecs_engine.levels.errors import LevelError
 
 __all__ = [
-    "DEFAULT_MAX_PIXELS", "PNG_SIGNATURE", "ColorTable", "png_size", "read_rgba",
+    "DEFAULT_MAX_PIXELS", "PNG_SIGNATURE", "ColorTable", "png_header", "png_size", "read_rgba",
     "resolve_layer_path",
 ]
 
@@ -66,7 +66,7 @@ def read_rgba(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS,
     ``shown`` is the path used in error messages (the path as the level names it).
     """
     name = shown or path
-    width, height = png_size(path, name)
+    width, height, bit_depth, color_type = png_header(path, name)
     if width * height > max_pixels:
         raise LevelError(name, f"image is {width}x{height} = {width * height} pixels; "
                                f"the limit is {max_pixels} pixels")
@@ -77,7 +77,7 @@ def read_rgba(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS,
                 raise LevelError(name, f"corrupt PNG: header says {width}x{height}, pillow "
                                        f"reads {img.width}x{img.height}")
             img.load()
-            return _to_rgba(img)
+            return _to_rgba(img, bit_depth, color_type)
     except LevelError:
         raise
     except Image.DecompressionBombError as exc:
@@ -93,28 +93,39 @@ def read_rgba(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS,
 
 
 def png_size(path: Path, shown: Path) -> tuple[int, int]:
-    """``(width, height)`` from the PNG signature and IHDR chunk, reading 24 bytes only."""
+    """``(width, height)`` from the PNG signature and IHDR chunk, reading 26 bytes only."""
+    width, height, _, _ = png_header(path, shown)
+    return width, height
+
+
+def png_header(path: Path, shown: Path) -> tuple[int, int, int, int]:
+    """``(width, height, bit depth, colour type)`` from the signature and IHDR chunk."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(24)
+            head = fh.read(26)
     except OSError as exc:
         raise LevelError(shown, f"cannot read: {exc.strerror or exc}") from exc
     if head[:8] != PNG_SIGNATURE:
         raise LevelError(shown, "not a PNG image (layers must be saved as .png)")
-    if len(head) < 24 or head[12:16] != b"IHDR":
+    if len(head) < 26 or head[12:16] != b"IHDR":
         raise LevelError(shown, "corrupt PNG: no IHDR header chunk")
-    width, height = struct.unpack(">II", head[16:24])
+    width, height, bit_depth, color_type = struct.unpack(">IIBB", head[16:26])
     if width == 0 or height == 0:
         raise LevelError(shown, f"empty image ({width}x{height})")
-    return width, height
+    return width, height, bit_depth, color_type
 
 
-def _to_rgba(img: Image.Image) -> NDArray[np.uint8]:
+_GREY, _RGB = 0, 2  # PNG colour types whose tRNS chunk holds one transparent sample value
+
+
+def _to_rgba(img: Image.Image, bit_depth: int, color_type: int) -> NDArray[np.uint8]:
     """RGBA through pillow's own conversions, honouring the PNG's transparency (tRNS).
 
-    Pillow decodes 16-bit greyscale as ``I;16``, whose conversion to RGBA clips instead of
-    scaling and drops the transparent grey; 16-bit RGB it decodes to 8 bits but keeps the
-    transparent colour at 16 bits, so pillow's conversion never matches it."""
+    Pillow keeps the tRNS key as the file's raw sample value, but not always its pixels:
+    1/2/4-bit greyscale it scales to 8 bits (2-bit 1 becomes 85), 16-bit RGB it cuts to
+    8 bits, and 16-bit greyscale it decodes as ``I;16``, whose conversion to RGBA clips
+    instead of scaling and drops the key. So the key is brought to the pixels' scale using
+    the bit depth from the IHDR chunk (never guessed from the key's size)."""
     transparency = img.info.get("transparency")
     if img.mode.startswith("I"):
         wide = img.convert("I")
@@ -129,8 +140,13 @@ def _to_rgba(img: Image.Image) -> NDArray[np.uint8]:
         else:
             alpha = Image.new("L", img.size, 255)
         return np.array(Image.merge("RGBA", (grey, grey, grey, alpha)), dtype=np.uint8)
-    if img.mode == "RGB" and isinstance(transparency, tuple) and max(transparency) > 255:
-        # a 16-bit RGB file: compare at the 8 bits pillow kept
+    if color_type == _GREY and bit_depth < 8 and isinstance(transparency, int):
+        # exact: pillow scales a b-bit sample v to v * 255 / (2**b - 1), a whole number
+        key = transparency * 255 // ((1 << bit_depth) - 1)
+        img = img.convert("L") if img.mode == "1" else img.copy()
+        img.info["transparency"] = key
+    elif color_type == _RGB and bit_depth == 16 and isinstance(transparency, tuple):
+        # compare at the 8 bits pillow kept (the high byte of each 16-bit sample)
         img = img.copy()
         img.info["transparency"] = tuple(v >> 8 for v in transparency)
     rgba = img if img.mode == "RGBA" else img.convert("RGBA")

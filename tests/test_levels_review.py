@@ -234,3 +234,83 @@ def test_an_ldtk_external_level_that_is_a_fifo_is_refused(tmp_path: Path) -> Non
     os.mkfifo(tmp_path / "p" / "L0.ldtkl")
     with pytest.raises(LevelError, match="not a regular file"):
         load_level(World(), p, stock_prefabs())
+
+
+# --------------------------------------------------------------------------------------------
+# 3. PNG tRNS at every bit depth
+
+
+def write_png(file: Path, samples: Any, color_type: int, bit_depth: int,
+              trns: bytes | None = None) -> Path:
+    """A PNG of raw sample values at any bit depth (pillow cannot write 2-bit grey)."""
+    import struct
+    import zlib
+
+    s = np.asarray(samples)
+    s = s[..., None] if s.ndim == 2 else s
+    h, w, _ = s.shape
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    rows = []
+    for y in range(h):
+        row = s[y].reshape(-1)
+        if bit_depth == 16:
+            raw = row.astype(">u2").tobytes()
+        elif bit_depth == 8:
+            raw = row.astype(np.uint8).tobytes()
+        else:
+            bits = np.unpackbits(row.astype(np.uint8)[:, None], axis=1)[:, 8 - bit_depth:]
+            raw = np.packbits(bits.reshape(-1)).tobytes()
+        rows.append(b"\x00" + raw)
+    ihdr = struct.pack(">IIBBBBB", w, h, bit_depth, color_type, 0, 0, 0)
+    file.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
+                     + (chunk(b"tRNS", trns) if trns is not None else b"")
+                     + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b""))
+    return file
+
+
+@pytest.mark.parametrize(("bit_depth", "samples", "key", "alpha"), [
+    (1, [0, 1, 1, 0], 1, [255, 0, 0, 255]),
+    (1, [0, 1, 1, 0], 0, [0, 255, 255, 0]),
+    (2, [0, 1, 2, 3], 1, [255, 0, 255, 255]),
+    (2, [0, 1, 2, 3], 3, [255, 255, 255, 0]),
+    (4, [0, 5, 15, 5], 5, [255, 0, 255, 0]),
+    (4, [0, 5, 15, 14], 15, [255, 255, 0, 255]),
+    (8, [0, 5, 15, 5], 5, [255, 0, 255, 0]),
+])
+def test_low_bit_grey_trns_is_compared_at_the_file_s_bit_depth(
+        tmp_path: Path, bit_depth: int, samples: list[int], key: int, alpha: list[int]) -> None:
+    import struct
+
+    from ecs_engine.levels.images import read_rgba
+
+    f = write_png(tmp_path / "g.png", [samples], 0, bit_depth, struct.pack(">H", key))
+    assert read_rgba(f)[0, :, 3].tolist() == alpha
+
+
+def test_16_bit_rgb_trns_with_a_small_key(tmp_path: Path) -> None:
+    import struct
+
+    from ecs_engine.levels.images import read_rgba
+
+    # (10, 20, 30) at 16 bits is (0, 0, 0) at the 8 bits decoded, not (10, 20, 30)
+    px = [[[10, 20, 30], [10 * 257, 20 * 257, 30 * 257], [0x1234, 0x5678, 0x9ABC]]]
+    f = write_png(tmp_path / "c.png", px, 2, 16, struct.pack(">HHH", 10, 20, 30))
+    assert read_rgba(f)[0, :, 3].tolist() == [0, 255, 255]
+    f = write_png(tmp_path / "c.png", px, 2, 16, struct.pack(">HHH", 0x1234, 0x5678, 0x9ABC))
+    assert read_rgba(f)[0, :, 3].tolist() == [255, 255, 0]
+
+
+def test_a_2_bit_grey_layer_loads_with_its_transparent_grey_empty(tmp_path: Path) -> None:
+    import struct
+
+    (tmp_path / "geometry").mkdir()
+    write_png(tmp_path / "geometry" / "layer1.png", [[0, 1, 1, 3]], 0, 2, struct.pack(">H", 1))
+    (tmp_path / "level.lvl").write_text(json.dumps({
+        "format": "ecs-level", "version": 1, "name": "t", "background": "#87ceeb",
+        "layers": {"geometry": [{"file": "geometry/layer1.png"}]},
+        "tile_colors": {"#000000": "ground", "#ffffff": "ground"}}))
+    assert load_level(World(), tmp_path, stock_prefabs()).rect_counts == {"ground": 2}
