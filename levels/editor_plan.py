@@ -39,6 +39,8 @@ from ecs_engine.levels.loader import (
     LevelPlan,
     Method,
     SpritePlan,
+    check_entity_total,
+    child_steps,
 )
 from ecs_engine.levels.partition import partition
 from ecs_engine.levels.summary import LevelSummary
@@ -255,7 +257,8 @@ def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Metho
             if count == 0:
                 continue
             comps = _build(file, prefab, cols, count, plan_rules[r - 1].where)
-            batches.append(Batch(prefab.name, role, comps, count, cols["x"], cols["y"]))
+            batches.append(Batch(prefab.name, role, comps, count, cols["x"], cols["y"],
+                                 child_steps(prefabs, prefab, file, plan_rules[r - 1].where)))
             batch_params.append(cols)
             batch_prefabs.append(None)
             if player_start is None and _is_player(prefab):
@@ -263,14 +266,16 @@ def plan_editor_level(level: EditorLevel, prefabs: PrefabRegistry, method: Metho
 
     instance_batches, refs, inst_sprites, inst_start = _plan_instances(
         level, names, len(batches), entities, max_entities)
-    for prefab, params, comps, count, _where in instance_batches:
-        batches.append(Batch(prefab.name, "sprite", comps, count, params["x"], params["y"]))
+    for prefab, params, comps, count, where in instance_batches:
+        batches.append(Batch(prefab.name, "sprite", comps, count, params["x"], params["y"],
+                             child_steps(prefabs, prefab, file, where)))
         batch_params.append(params)
         batch_prefabs.append(prefab)
     sprites.extend(inst_sprites)
     if player_start is None:
         player_start = inst_start
 
+    check_entity_total(file, tuple(batches), max_entities)
     lf = LevelFile(path=file, folder=file.parent, version=1, name=level.name,
                    background=level.background, layers=tuple(specs), tile_colors=(),
                    sprite_colors=())

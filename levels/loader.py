@@ -40,8 +40,8 @@ from ecs_engine.levels.images import (
 from ecs_engine.levels.partition import partition
 from ecs_engine.levels.summary import LevelSummary, VisualLayer, WorldRect
 
-__all__ = ["DEFAULT_MAX_ENTITIES", "Batch", "GeometryPlan", "LevelPlan", "SpritePlan", "load_level",
-           "plan_level"]
+__all__ = ["DEFAULT_MAX_ENTITIES", "Batch", "ChildSteps", "GeometryPlan", "LevelPlan",
+           "SpritePlan", "check_entity_total", "child_steps", "load_level", "plan_level"]
 
 Method = Literal["greedy", "exact"]
 
@@ -76,9 +76,15 @@ class SpritePlan:
     rgba: NDArray[np.uint8]
 
 
+ChildSteps = tuple[tuple[int, int, list[ComponentBase]], ...]
+"""A prefab's child prefabs as ``PrefabRegistry`` spawns them: (parent step, -1 for the
+instances; children per parent; their components), depth first."""
+
+
 @dataclass(frozen=True)
 class Batch:
-    """Entities of one prefab with one set of parameters, ready for ``spawn_batch``."""
+    """Entities of one prefab with one set of parameters, ready for ``spawn_batch``; every
+    one gets the prefab's child prefabs (``children``) attached below it."""
 
     prefab: str
     kind: Literal["tile", "sprite"]
@@ -86,6 +92,39 @@ class Batch:
     count: int
     x: NDArray[np.float64]
     y: NDArray[np.float64]
+    children: ChildSteps = ()
+
+    @property
+    def child_count(self) -> int:
+        """Entities the child prefabs add to this batch."""
+        made: list[int] = []
+        for at, per_parent, _ in self.children:
+            made.append((self.count if at < 0 else made[at]) * per_parent)
+        return sum(made)
+
+
+def child_steps(prefabs: PrefabRegistry, prefab: Prefab, file: Path,
+                where: str) -> ChildSteps:
+    """``prefab``'s subtree of child prefabs, checked (unknown child, bad params, a cycle)
+    before anything is spawned, as ``PrefabRegistry.instantiate`` checks it."""
+    if not prefab.children:
+        return ()
+    try:
+        return tuple(prefabs._child_steps(prefab))
+    except PrefabError as exc:
+        raise LevelError(file, f"prefab {prefab.name!r}: its child prefabs: {exc}",
+                         where=where) from exc
+
+
+def check_entity_total(plan_file: Path, batches: tuple[Batch, ...], limit: int) -> None:
+    """The placed entities and their child prefabs together stay within ``limit``, counted
+    before any child's array is built."""
+    placed = sum(b.count for b in batches)
+    children = sum(b.child_count for b in batches)
+    if placed + children > limit:
+        raise LevelError(plan_file, f"the level makes {placed + children} entities ({placed} "
+                                    f"placed, {children} from their prefabs' child prefabs); "
+                                    f"the limit is {limit} (max_entities=)")
 
 
 @dataclass(frozen=True)
@@ -120,7 +159,9 @@ class LevelPlan:
         return out
 
     def spawn(self, world: World) -> NDArray[np.uint64]:
-        """Spawn every batch into ``world``; returns the new keys in spawn order."""
+        """Spawn every batch into ``world``, then each batch's child prefabs below its
+        entities (one ``spawn_batch`` per child step, as ``PrefabRegistry.instantiate_batch``
+        does); returns the batches' keys in spawn order (children hang below them)."""
         _check_world(world, self)
         spawned: list[NDArray[np.uint64]] = []
         try:
@@ -131,6 +172,12 @@ class LevelPlan:
                     if b.count:
                         spawned.append(np.asarray(world.spawn_batch(*b.components,
                                                                     count=b.count)))
+                # after every batch, so the placed entities' keys do not depend on children
+                made = iter(spawned)
+                for b in self.batches:
+                    keys = next(made) if b.count else None
+                    if b.children and keys is not None:
+                        PrefabRegistry._spawn_children(world, list(b.children), keys)
         except Exception as exc:
             raise LevelError(self.level.path, f"spawning failed: {exc}") from exc
         if not spawned:
@@ -245,7 +292,8 @@ def _plan_folder(path: str | os.PathLike[str], prefabs: PrefabRegistry, method: 
         _add_tiles(groups, g, tile_prefabs, size[1])
     for sp, rule_idx in sprites:
         _add_sprites(groups, sp, rule_idx, level.sprite_colors, sprite_prefabs)
-    batches, player_start = groups.build(level)
+    batches, player_start = groups.build(level, prefabs)
+    check_entity_total(level.path, batches, max_entities)
     return LevelPlan(level, method, size, k, tuple(geometry), tuple(s for s, _ in sprites),
                      visuals, batches, player_start, time.perf_counter() - start)
 
@@ -328,7 +376,7 @@ def _check_world(world: World, plan: LevelPlan) -> None:
     or with another prefab's (two classes, one component name)."""
     names = {schema_of(t).name: (t, "the world") for t in world.component_types}
     for b in plan.batches:
-        for comp in b.components:
+        for comp in (*b.components, *(c for _, _, comps in b.children for c in comps)):
             ctype = type(comp)
             name = schema_of(ctype).name
             other, owner = names.setdefault(name, (ctype, f"prefab {b.prefab!r}"))
@@ -445,7 +493,8 @@ class _Groups:
         self._parts.setdefault(key, []).append(cols)
         self._meta.setdefault(key, (prefab, rule, kind, z))
 
-    def build(self, level: LevelFile) -> tuple[tuple[Batch, ...], tuple[float, float] | None]:
+    def build(self, level: LevelFile, registry: PrefabRegistry
+              ) -> tuple[tuple[Batch, ...], tuple[float, float] | None]:
         batches: list[Batch] = []
         start: tuple[float, float] | None = None
         for key, parts in self._parts.items():
@@ -465,7 +514,8 @@ class _Groups:
                                           f"for {count} entities")
             except PrefabError as exc:
                 raise LevelError(level.path, str(exc), where=rule.where) from exc
-            batches.append(Batch(prefab.name, kind, tuple(comps), count, cols["x"], cols["y"]))
+            batches.append(Batch(prefab.name, kind, tuple(comps), count, cols["x"], cols["y"],
+                                 child_steps(registry, prefab, level.path, rule.where)))
             if start is None and count and _is_player(prefab):
                 start = (float(cols["x"][0]), float(cols["y"][0]))
         return tuple(batches), start

@@ -314,3 +314,116 @@ def test_a_2_bit_grey_layer_loads_with_its_transparent_grey_empty(tmp_path: Path
         "layers": {"geometry": [{"file": "geometry/layer1.png"}]},
         "tile_colors": {"#000000": "ground", "#ffffff": "ground"}}))
     assert load_level(World(), tmp_path, stock_prefabs()).rect_counts == {"ground": 2}
+
+
+# --------------------------------------------------------------------------------------------
+# 4. placed entities get their prefab's child prefabs
+
+
+def gunner_registry() -> Any:
+    from ecs_engine.components import Position
+
+    reg = stock_prefabs()
+    reg.register("barrel", Position())
+    reg.register("gun", Position(), children=[("barrel", 1)])
+    reg.register("gunner", *reg["enemy"].components, children=[("gun", 2)])
+    return reg
+
+
+def gunner_folder(folder: Path, sprites: int = 1) -> Path:
+    from PIL import Image
+
+    (folder / "geometry").mkdir(parents=True)
+    (folder / "sprites").mkdir()
+    geo = np.zeros((1, sprites + 1, 4), np.uint8)
+    geo[0, 0] = (139, 90, 43, 255)
+    spr = np.zeros((1, sprites + 1, 4), np.uint8)
+    spr[0, 1:] = (220, 40, 40, 255)
+    Image.fromarray(geo).save(folder / "geometry" / "l.png")
+    Image.fromarray(spr).save(folder / "sprites" / "l.png")
+    (folder / "level.lvl").write_text(json.dumps({
+        "format": "ecs-level", "version": 1, "name": "t", "background": "#87ceeb",
+        "layers": {"geometry": [{"file": "geometry/l.png"}],
+                   "sprites": [{"file": "sprites/l.png"}]},
+        "tile_colors": {"#8b5a2b": "ground"}, "sprite_colors": {"#dc2828": "gunner"}}))
+    return folder
+
+
+def _assert_subtrees(world: World, keys: Any, gunners: int) -> None:
+    from ecs_engine.components import Patrol
+
+    placed = [int(k) for k in keys if world.has(int(k), Patrol)]
+    assert len(placed) == gunners
+    for key in placed:
+        guns = world.children(key)
+        assert len(guns) == 2
+        assert all(len(world.children(int(g))) == 1 for g in guns)
+    assert len(world) == len(keys) + 4 * gunners  # 2 guns and 2 barrels each
+
+
+def test_level_folder_entities_get_their_child_prefabs(tmp_path: Path) -> None:
+    world = World()
+    summary = load_level(world, gunner_folder(tmp_path / "l", sprites=3), gunner_registry())
+    _assert_subtrees(world, summary.keys, 3)
+    world.despawn_batch(summary.keys)  # a level's keys take their subtrees with them
+    assert len(world) == 0
+
+
+def test_tiled_and_ldtk_entities_get_their_child_prefabs(tmp_path: Path) -> None:
+    objects = [{"id": i, "type": "gunner", "name": "", "x": 16 * i, "y": 16, "width": 0,
+                "height": 0, "point": True, "rotation": 0, "visible": True}
+               for i in (1, 2)]
+    f = tmj(tmp_path / "m.tmj", [object_layer(objects)])
+    world = World()
+    _assert_subtrees(world, load_level(world, f, gunner_registry()).keys, 2)
+    grid = np.zeros((2, 2), np.int64)
+    p = ldtk(tmp_path / "p.ldtk", grid)
+    doc = json.loads(p.read_text())
+    doc["defs"]["entities"] = [{"identifier": "gunner", "width": 16, "height": 16}]
+    doc["levels"][0]["layerInstances"].append({
+        "__identifier": "E", "__type": "Entities", "__gridSize": 16, "__cWid": 2, "__cHei": 2,
+        "__pxTotalOffsetX": 0, "__pxTotalOffsetY": 0, "layerDefUid": 99, "intGridCsv": [],
+        "entityInstances": [{"__identifier": "gunner", "iid": "a", "px": [8, 8],
+                             "__pivot": [0.5, 0.5], "width": 16, "height": 16,
+                             "fieldInstances": []}]})
+    p.write_text(json.dumps(doc))
+    world = World()
+    _assert_subtrees(world, load_level(world, p, gunner_registry()).keys, 1)
+
+
+def test_child_prefabs_are_all_or_nothing_and_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ecs_engine import PrefabRegistry
+
+    folder = gunner_folder(tmp_path / "l", sprites=2)
+    world = World()
+    world.spawn()
+    before = world.state_hash()
+    # 1 tile + 2 gunners + 8 children = 11
+    with pytest.raises(LevelError, match=r"11 entities .* 8 from their prefabs' child"):
+        load_level(world, folder, gunner_registry(), max_entities=10)
+    real = PrefabRegistry._spawn_children
+
+    def fails_after(*args: Any) -> None:
+        real(*args)
+        raise RuntimeError("the engine refused")
+
+    monkeypatch.setattr(PrefabRegistry, "_spawn_children", staticmethod(fails_after))
+    with pytest.raises(LevelError, match="spawning failed"):
+        load_level(world, folder, gunner_registry())
+    assert world.state_hash() == before
+
+
+def test_an_unknown_child_prefab_fails_before_spawning(tmp_path: Path) -> None:
+    reg = gunner_registry()
+    reg.register("broken", *reg["enemy"].components, children=[("no_such_prefab", 1)],
+                 aliases=("gunner2",))
+    folder = gunner_folder(tmp_path / "l")
+    lvl = json.loads((folder / "level.lvl").read_text())
+    lvl["sprite_colors"] = {"#dc2828": "broken"}
+    (folder / "level.lvl").write_text(json.dumps(lvl))
+    world = World()
+    with pytest.raises(LevelError, match="child prefabs") as info:
+        load_level(world, folder, reg)
+    assert info.value.where == 'sprite_colors["#dc2828"]'
+    assert len(world) == 0
