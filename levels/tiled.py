@@ -15,7 +15,8 @@ Coordinates: a world unit is one map tile (``tilewidth`` x ``tileheight`` px), y
 bottom of the map. Layer and group offsets shift their layers. Flip bits of tile ids are
 ignored for collision (a flipped tile covers the same cell). Rectangle and ellipse objects
 take their drawn size; polygons and polylines their bounding box; tile objects their size
-when scaled in the editor; points none. Rotation turns the object about its Tiled origin.
+when scaled in the editor; points none. Rotation turns the object about its Tiled origin; a
+turned shape takes the bounding box of the turned shape (colliders are axis-aligned).
 Infinite maps are read from their chunks; the world starts at the chunks' top-left. Maps that
 are not orthogonal are refused.
 """
@@ -310,7 +311,7 @@ class _Reader:
             info = self.tile(gid & _GID_MASK)
             cx, cy = turn(w / 2, -h / 2)  # a tile object's origin is its bottom-left
             if (w, h) != info.size and w > 0 and h > 0:
-                size = (w, h)
+                size = _turned_box(w, h, cos, sin, ellipse=False)
         elif kind in ("Polygon", "Polyline"):
             pts = [turn(_num(p.x, "point x", self.file, where),
                         _num(p.y, "point y", self.file, where)) for p in obj.points or []]
@@ -323,7 +324,7 @@ class _Reader:
             cx, cy = x, y
         else:  # Rectangle, Ellipse: the origin is the top-left corner
             cx, cy = turn(w / 2, h / 2)
-            size = (w, h) if w > 0 and h > 0 else None
+            size = _turned_box(w, h, cos, sin, kind == "Ellipse") if w > 0 and h > 0 else None
         klass = obj.class_ if isinstance(obj.class_, str) and obj.class_ else None
         layer_class = layer.class_ if isinstance(layer.class_, str) and layer.class_ else None
         name = klass or (info.klass if info else None) or layer_class or str(layer.name)
@@ -338,6 +339,17 @@ class _Reader:
         wx, wy = self.world(cx, cy)
         wsize = (size[0] / self.tw, size[1] / self.th) if size else None
         return Instance(name, "object", where, ident, wx, wy, wsize, fields, str(layer.name))
+
+
+def _turned_box(w: float, h: float, cos: float, sin: float, ellipse: bool
+                ) -> tuple[float, float]:
+    """Width and height of the axis-aligned box around a ``w`` x ``h`` rectangle (or the
+    ellipse inside it) turned by the angle of ``cos``, ``sin``: a collider is axis-aligned,
+    so a turned shape takes its bounding box, as polygons take their turned points' box."""
+    if ellipse:  # the extremes of (w/2 cos t, h/2 sin t) turned, not the box's corners
+        return (2 * math.hypot(w / 2 * cos, h / 2 * sin),
+                2 * math.hypot(w / 2 * sin, h / 2 * cos))
+    return abs(w * cos) + abs(h * sin), abs(w * sin) + abs(h * cos)
 
 
 def _field(label: str, value: Any, where: str) -> FieldValue:

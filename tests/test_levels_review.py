@@ -427,3 +427,48 @@ def test_an_unknown_child_prefab_fails_before_spawning(tmp_path: Path) -> None:
         load_level(world, folder, reg)
     assert info.value.where == 'sprite_colors["#dc2828"]'
     assert len(world) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# 5. turned Tiled shapes take the bounding box of the turned shape
+
+
+def _sizes(tmp_path: Path, objects: list[dict[str, Any]]) -> list[tuple[float, ...]]:
+    from ecs_engine.components import Collider, Position
+
+    world = World()
+    load_level(world, tmj(tmp_path / "m.tmj", [object_layer(objects)], width=8, height=8),
+               stock_prefabs())
+    with world.query(Position, Collider) as q:
+        return sorted((round(float(p["x"]), 4), round(float(p["y"]), 4),
+                       round(float(c["w"]), 4), round(float(c["h"]), 4))
+                      for p, c in zip(q[Position], q[Collider], strict=True))
+
+
+@pytest.mark.parametrize(("rotation", "size"), [
+    (0, (4.0, 1.0)), (90, (1.0, 4.0)), (180, (4.0, 1.0)), (-90, (1.0, 4.0)),
+    (45, (5 / 2 ** 0.5, 5 / 2 ** 0.5)), (30, (4 * 3 ** 0.5 / 2 + 0.5, 2 + 3 ** 0.5 / 2))])
+def test_a_turned_rectangle_takes_its_bounding_box(tmp_path: Path, rotation: float,
+                                                    size: tuple[float, float]) -> None:
+    rect = {"id": 1, "type": "ground", "name": "", "x": 32, "y": 32, "width": 64,
+            "height": 16, "rotation": rotation, "visible": True}
+    poly = {**rect, "id": 2, "width": 0, "height": 0,
+            "polygon": [{"x": 0, "y": 0}, {"x": 64, "y": 0}, {"x": 64, "y": 16},
+                        {"x": 0, "y": 16}]}
+    got = _sizes(tmp_path, [rect, poly])
+    assert got[0] == got[1]  # the same as the same shape drawn as a polygon
+    assert got[0][2:] == pytest.approx(size, abs=1e-4)
+
+
+def test_a_turned_ellipse_and_a_scaled_tile_object(tmp_path: Path) -> None:
+    ellipse = {"id": 1, "type": "ground", "name": "", "x": 0, "y": 0, "width": 64,
+               "height": 16, "rotation": 90, "ellipse": True, "visible": True}
+    tile = {"id": 2, "gid": 1, "name": "", "x": 64, "y": 64, "width": 64, "height": 16,
+            "rotation": 90, "visible": True}
+    (e, t) = sorted(_sizes(tmp_path, [ellipse, tile]), key=lambda r: r[0])
+    assert e[2:] == pytest.approx((1.0, 4.0))
+    assert t[2:] == pytest.approx((1.0, 4.0))
+    ellipse["rotation"] = 45  # the turned ellipse's own extent, not its box's corners
+    (e,) = _sizes(tmp_path, [ellipse])
+    half = ((32 * 0.5 ** 0.5) ** 2 + (8 * 0.5 ** 0.5) ** 2) ** 0.5
+    assert e[2:] == pytest.approx((2 * half / 16, 2 * half / 16), abs=1e-4)
