@@ -17,6 +17,7 @@ import argparse
 import difflib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -26,7 +27,7 @@ from typing import Any, TextIO
 from ecs_engine import PrefabRegistry, World
 from ecs_engine.levels.errors import LevelError
 from ecs_engine.levels.inspect import DEFAULT_SCALE, MAX_SIDE, picture, picture_frame
-from ecs_engine.levels.loader import plan_level
+from ecs_engine.levels.loader import LevelPlan, plan_level
 from ecs_engine.levels.prefab_source import load_prefabs
 from ecs_engine.levels.shipped import shipped_level, shipped_levels
 
@@ -65,18 +66,30 @@ def _inspect(args: argparse.Namespace, prefabs: PrefabRegistry,
     keys = plan.spawn(World())
     summary = plan.summary(time.perf_counter() - start, keys)
     _say(summary.describe())
-    stem = (plan.level.folder.resolve().name if plan.level.path.suffix == ".lvl"
-            else f"{plan.level.path.stem}-{plan.level.name}")
-    out = args.out or Path(f"{stem}-inspect.png")
+    out = args.out or Path(f"{_picture_stem(plan)}-inspect.png")
     frame = picture_frame(plan, args.scale, args.max_side)
     img = picture(plan, args.scale, args.max_side)
-    img.save(out)
+    try:
+        img.save(out)
+    except OSError as exc:
+        raise LevelError(out, f"cannot write the picture: {exc.strerror or exc}") from None
     _say(f"picture      {out} ({img.width}x{img.height} px, {frame.scale} px per world unit)")
     if frame.clipped:
         _say(f"clipped      the layers lie too far apart for {args.max_side} px: the picture "
              f"shows world x {frame.left:g}..{frame.right:g}, y {frame.bottom:g}..{frame.top:g}"
              f"; cut off: {', '.join(frame.clipped)}")
     return 0
+
+
+def _picture_stem(plan: LevelPlan) -> str:
+    """The default picture's name, a plain file name in the current folder: an LDtk level
+    identifier (or a folder name) is the author's text and may hold ``/``, ``..`` or
+    characters a file system refuses, so everything but letters, digits, ``.``, ``-`` and
+    ``_`` becomes ``_``, and leading dots go (no hidden file, no ``..``)."""
+    stem = (plan.level.folder.resolve().name if plan.level.path.suffix == ".lvl"
+            else f"{plan.level.path.stem}-{plan.level.name}")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).lstrip(".")[:120]
+    return safe or "level"
 
 
 _EDITOR_SUFFIXES = (".ldtk", ".tmx", ".tmj")

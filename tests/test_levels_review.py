@@ -472,3 +472,56 @@ def test_a_turned_ellipse_and_a_scaled_tile_object(tmp_path: Path) -> None:
     (e,) = _sizes(tmp_path, [ellipse])
     half = ((32 * 0.5 ** 0.5) ** 2 + (8 * 0.5 ** 0.5) ** 2) ** 0.5
     assert e[2:] == pytest.approx((2 * half / 16, 2 * half / 16), abs=1e-4)
+
+
+# --------------------------------------------------------------------------------------------
+# 6, 7. inspect: a safe default picture name; fine grids drawn at the picture's size
+
+
+@pytest.mark.parametrize(("ident", "expected"), [
+    ("Level/1", "p-Level_1-inspect.png"), ("/../../escaped", "p-_.._.._escaped-inspect.png"),
+    ("..", "p-..-inspect.png"), ("a\\b:c*?", "p-a_b_c_-inspect.png")])
+def test_inspect_default_picture_name_stays_in_the_current_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ident: str, expected: str) -> None:
+    from ecs_engine.levels.__main__ import main
+
+    p = ldtk(tmp_path / "p.ldtk", np.array([[1, 1], [0, 1]]))
+    doc = json.loads(p.read_text())
+    doc["levels"][0]["identifier"] = ident
+    p.write_text(json.dumps(doc))
+    cwd = tmp_path / "a" / "b" / "cwd"
+    (cwd / "p-").mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    assert main(["inspect", str(p)]) == 0
+    assert [f.name for f in cwd.iterdir() if f.is_file()] == [expected]
+    assert sorted(f.name for f in tmp_path.rglob("*.png")) == [expected]
+
+
+def test_inspect_draws_a_fine_editor_grid_at_the_picture_s_size(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from ecs_engine.levels import plan_level
+    from ecs_engine.levels.inspect import picture
+
+    n = 1024  # cells of 1 px on a 64 px world unit: 16 x 16 world units, 128 x 128 px
+    grid = np.zeros((n, n), np.int64)
+    grid[n // 2:, :] = 1
+    grid[::7, ::5] = 1
+    p = ldtk(tmp_path / "fine.ldtk", grid)
+    doc = json.loads(p.read_text())
+    doc["defaultGridSize"] = 64
+    doc["levels"][0].update(pxWid=n, pxHei=n)
+    doc["levels"][0]["layerInstances"][0]["__gridSize"] = 1
+    p.write_text(json.dumps(doc))
+    plan = plan_level(p, stock_prefabs())
+    tracemalloc.start()
+    try:
+        img = picture(plan)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert img.size == (128, 128)
+    assert peak < 16 * 2**20  # drawn at 8 px per cell first, it took 256 MB
+    arr = np.array(img)
+    assert (arr[-10, 60] == (139, 90, 43, 255)).all()  # the solid lower half, in its colour
+    assert (arr[-1, -1] == (16, 16, 16, 255)).all()  # the level's edge is outlined
