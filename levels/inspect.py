@@ -126,55 +126,57 @@ def picture(plan: LevelPlan, scale: int = DEFAULT_SCALE, max_side: int = MAX_SID
         if not visible(g.spec.offset[0], g.spec.offset[1], gw, gh):
             continue
         x0, y0 = to_px(g.spec.offset[0], g.spec.offset[1] + gh)
-        layer = Image.fromarray(_geometry_layer(g, s))
-        if g.cell != (1.0, 1.0):  # an editor layer on another grid than the world unit
-            layer = layer.resize((max(1, round(gw * s)), max(1, round(gh * s))),
-                                 Image.Resampling.NEAREST)
-        _composite(canvas, layer, x0, y0)
+        size = (max(1, round(gw * s)), max(1, round(gh * s)))
+        _composite(canvas, _geometry_layer(g, s, size), x0, y0)
     arr = np.array(canvas)
     for sp in plan.sprites:
         _markers(arr, (sp.x - left) * s, (top - sp.y) * s, sp.rgba, max(3, s * 3 // 4))
     return Image.fromarray(arr)
 
 
-def _rect_labels(g: GeometryPlan) -> NDArray[np.int64]:
-    """Rectangle id + 1 per cell (0 = empty): disjoint rectangles make a 2-D prefix sum exact."""
-    h, w = g.grid.shape
-    r = g.rects
-    ids = np.arange(1, r.size + 1, dtype=np.int64)
-    x, y = r["x"].astype(np.int64), r["y"].astype(np.int64)
-    x1, y1 = x + r["w"], y + r["h"]
-    diff = np.zeros((h + 1, w + 1), np.int64)
-    np.add.at(diff, (y, x), ids)
-    np.add.at(diff, (y, x1), -ids)
-    np.add.at(diff, (y1, x), -ids)
-    np.add.at(diff, (y1, x1), ids)
-    return diff.cumsum(0).cumsum(1)[:h, :w]
+def _geometry_layer(g: GeometryPlan, s: int, size: tuple[int, int]) -> NDArray[np.uint8]:
+    """One geometry layer drawn straight at its size in the picture (``size``, at ``s`` px
+    per world unit): author colours, rectangle edges dark.
 
-
-def _geometry_layer(g: GeometryPlan, s: int) -> NDArray[np.uint8]:
-    """One geometry layer at ``s`` px per cell: author colours, rectangle edges dark."""
+    Every output pixel shows the cell under its centre, so the work and memory follow the
+    picture, never the grid: an editor layer of many fine cells (LDtk's 1 px grid) is not
+    drawn at ``s`` px per cell first. With whole world-unit cells this is ``s`` x ``s``
+    pixels per cell, as before."""
     h, w = g.grid.shape
+    out_w, out_h = size
+    # the cell under each output column / row centre
+    xs = np.minimum(((np.arange(out_w) + 0.5) * (w / out_w)).astype(np.int64), w - 1)
+    ys = np.minimum(((np.arange(out_h) + 0.5) * (h / out_h)).astype(np.int64), h - 1)
     colors = np.zeros((len(g.rules) + 1, 4), np.uint8)
     for i, rule in enumerate(g.rules, start=1):
         colors[i] = rule.rgba
         colors[i, 3] = 255
-    img = np.repeat(np.repeat(colors[g.grid], s, axis=0), s, axis=1)
-    label = _rect_labels(g)
-    filled = label > 0
+    img = colors[g.grid[np.ix_(ys, xs)]]
+    label = _rect_labels(g, xs, ys)
     pad = np.pad(label, 1)
-    # A cell side is an outline where the neighbouring cell belongs to another rectangle.
-    edges = {
-        "top": filled & (pad[:-2, 1:-1] != label), "bottom": filled & (pad[2:, 1:-1] != label),
-        "left": filled & (pad[1:-1, :-2] != label), "right": filled & (pad[1:-1, 2:] != label),
-    }
-    # A view indexed [row, col, dy, dx]: a (row, col) mask then picks whole cell sides.
-    cells = img.reshape(h, s, w, s, 4).transpose(0, 2, 1, 3, 4)
-    cells[:, :, 0, :][edges["top"]] = _OUTLINE
-    cells[:, :, -1, :][edges["bottom"]] = _OUTLINE
-    cells[:, :, :, 0][edges["left"]] = _OUTLINE
-    cells[:, :, :, -1][edges["right"]] = _OUTLINE
+    # A pixel is on an outline where a neighbouring pixel shows another rectangle.
+    edge = (label > 0) & ((pad[:-2, 1:-1] != label) | (pad[2:, 1:-1] != label)
+                          | (pad[1:-1, :-2] != label) | (pad[1:-1, 2:] != label))
+    img[edge] = _OUTLINE
     return img
+
+
+def _rect_labels(g: GeometryPlan, xs: NDArray[np.int64], ys: NDArray[np.int64]
+                 ) -> NDArray[np.int32]:
+    """Rectangle id + 1 per output pixel (0 = empty), the pixels' cells being ``xs`` (per
+    column) and ``ys`` (per row), both ascending: each rectangle's cell span becomes a pixel
+    span, and disjoint rectangles make a 2-D prefix sum of their corners exact."""
+    r = g.rects
+    ids = np.arange(1, r.size + 1, dtype=np.int64)
+    x, y = r["x"].astype(np.int64), r["y"].astype(np.int64)
+    px0, px1 = np.searchsorted(xs, x), np.searchsorted(xs, x + r["w"])
+    py0, py1 = np.searchsorted(ys, y), np.searchsorted(ys, y + r["h"])
+    diff = np.zeros((ys.size + 1, xs.size + 1), np.int64)
+    np.add.at(diff, (py0, px0), ids)
+    np.add.at(diff, (py0, px1), -ids)
+    np.add.at(diff, (py1, px0), -ids)
+    np.add.at(diff, (py1, px1), ids)
+    return diff.cumsum(0).cumsum(1)[:-1, :-1].astype(np.int32)
 
 
 def _markers(arr: NDArray[np.uint8], px: NDArray[np.float64], py: NDArray[np.float64],
