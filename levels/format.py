@@ -23,7 +23,7 @@ from ecs_engine.levels.errors import LevelError
 
 __all__ = [
     "FORMAT_NAME", "KINDS", "LEVEL_FILE_NAME", "MAX_LVL_BYTES", "ColorRule", "LayerSpec",
-    "LevelFile", "read_level_file",
+    "LevelFile", "join_path", "read_level_file",
 ]
 
 FORMAT_NAME = "ecs-level"
@@ -349,7 +349,8 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _join(where: str, key: str | int) -> str:
+def join_path(where: str, key: str | int) -> str:
+    """``where`` extended by a key or index, as the ``.lvl``'s error paths write them."""
     if isinstance(key, int):
         return f"{where}[{key}]"
     if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", key):
@@ -409,7 +410,7 @@ class _Parser:
     def only(self, doc: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
         for key in doc:
             if key not in allowed:
-                self.fail(_join(where, key), f"unknown key {key!r}; allowed keys are "
+                self.fail(join_path(where, key), f"unknown key {key!r}; allowed keys are "
                                              f"{list(allowed)}")
 
     def color(self, value: Any, where: str) -> RGBA:
@@ -447,7 +448,7 @@ class _Parser:
                                  f'"#rrggbb[aa]", got {_kind(value)}')
             return list(rgba)
         if isinstance(value, list) and depth < 2:
-            return [self.param(v, _join(where, i), depth + 1) for i, v in enumerate(value)]
+            return [self.param(v, join_path(where, i), depth + 1) for i, v in enumerate(value)]
         self.fail(where, f"expected a number, true/false, an array or a colour "
                          f'"#rrggbb[aa]", got {_kind(value)}')
 
@@ -455,7 +456,7 @@ class _Parser:
                reserved: frozenset[str]) -> Mapping[str, Any]:
         out: dict[str, Any] = {}
         for label, value in doc.items():
-            at = _join(where, label)
+            at = join_path(where, label)
             if label in reserved:
                 self.fail(at, f"{label!r} is set by the loader for every entity "
                               f"({', '.join(sorted(reserved))} are reserved)")
@@ -500,7 +501,7 @@ class _Parser:
         self.only(layers_doc, KINDS, "layers")
         layers: list[LayerSpec] = []
         for kind in KINDS:
-            where = _join("layers", kind)
+            where = join_path("layers", kind)
             if kind == "geometry":
                 entries = self.arr(self.required(layers_doc, kind, "layers"), where)
                 if not entries:
@@ -508,7 +509,7 @@ class _Parser:
             else:
                 entries = self.arr(layers_doc.get(kind, []), where)
             for i, entry in enumerate(entries):
-                layers.append(self.layer_v1(kind, entry, _join(where, i)))
+                layers.append(self.layer_v1(kind, entry, join_path(where, i)))
         self.unique_files(layers)
         tiles = self.rules_v1(self.required(doc, "tile_colors", ""), "tile_colors",
                               RESERVED_TILE_PARAMS)
@@ -523,17 +524,18 @@ class _Parser:
     def layer_v1(self, kind: LayerKind, entry: Any, where: str) -> LayerSpec:
         doc = self.obj(entry, where)
         self.only(doc, _LAYER_KEYS, where)
-        file = self.file(self.required(doc, "file", where), _join(where, "file"))
-        name = (self.text(doc["name"], _join(where, "name")) if "name" in doc
+        file = self.file(self.required(doc, "file", where), join_path(where, "file"))
+        name = (self.text(doc["name"], join_path(where, "name")) if "name" in doc
                 else PurePosixPath(file).stem)
         offset = (0.0, 0.0)
         if "offset" in doc:
-            at = _join(where, "offset")
+            at = join_path(where, "offset")
             pair = self.arr(doc["offset"], at)
             if len(pair) != 2:
                 self.fail(at, f"expected [x, y] in world units, got {len(pair)} values")
-            offset = (self.number(pair[0], _join(at, 0)), self.number(pair[1], _join(at, 1)))
-        z = self.integer(doc["z"], _join(where, "z"), *_Z_RANGE) if "z" in doc else None
+            offset = (self.number(pair[0], join_path(at, 0)),
+                      self.number(pair[1], join_path(at, 1)))
+        z = self.integer(doc["z"], join_path(where, "z"), *_Z_RANGE) if "z" in doc else None
         if z is None and kind == "visuals":
             z = -1  # behind every entity unless the author says otherwise
         return LayerSpec(kind, file, name, offset, z, where)
@@ -542,7 +544,7 @@ class _Parser:
         doc = self.obj(value, where)
         rules: list[ColorRule] = []
         for key, entry in doc.items():
-            at = _join(where, key)
+            at = join_path(where, key)
             rgba = parse_hex(key)
             if rgba is None:
                 self.fail(at, f'keys are colours "#rrggbb" or "#rrggbbaa", got {key!r}')
@@ -552,9 +554,9 @@ class _Parser:
             else:
                 rule = self.obj(entry, at)
                 self.only(rule, _RULE_KEYS, at)
-                prefab = self.text(self.required(rule, "prefab", at), _join(at, "prefab"))
-                params = self.params(self.obj(rule.get("params", {}), _join(at, "params")),
-                                     _join(at, "params"), reserved)
+                prefab = self.text(self.required(rule, "prefab", at), join_path(at, "prefab"))
+                params = self.params(self.obj(rule.get("params", {}), join_path(at, "params")),
+                                     join_path(at, "params"), reserved)
             rules.append(ColorRule(rgba, prefab, params, at))
         return rules
 
@@ -565,7 +567,7 @@ class _Parser:
             self.fail("layer_names", "expected at least one layer")
         names: list[str] = []
         for i, value in enumerate(names_doc):
-            at = _join("layer_names", i)
+            at = join_path("layer_names", i)
             name = self.text(value, at)
             if re.search(r"[/\\]|^\.\.?$", name):
                 self.fail(at, f"{name!r}: a layer name is a file name, without folders")
@@ -579,7 +581,7 @@ class _Parser:
         layers: list[LayerSpec] = []
         n = len(names)
         for i, (name, lp) in enumerate(zip(names, params_doc, strict=True)):
-            at = _join("layer_params", i)
+            at = join_path("layer_params", i)
             offset = self.position_v0(self.obj(lp, at), at)
             found = False
             for kind in KINDS:
@@ -591,9 +593,9 @@ class _Parser:
                     # Visuals stack behind every entity, first layer at the back.
                     z = i - n if kind == "visuals" else None
                     layers.append(LayerSpec(kind, rel, name, offset, z,
-                                            _join("layer_names", i)))
+                                            join_path("layer_names", i)))
             if not found:
-                self.fail(_join("layer_names", i),
+                self.fail(join_path("layer_names", i),
                           f"layer {name!r} has no image: expected one of "
                           f"{', '.join(f'{k}/{name}.png' for k in KINDS)}")
         layers.sort(key=lambda layer: KINDS.index(layer.kind))
@@ -610,10 +612,10 @@ class _Parser:
     def position_v0(self, lp: dict[str, Any], where: str) -> tuple[float, float]:
         if "position" not in lp:
             return (0.0, 0.0)
-        at = _join(where, "position")
+        at = join_path(where, "position")
         pos = self.obj(lp["position"], at)
-        return (self.number(self.required(pos, "x", at), _join(at, "x")),
-                self.number(self.required(pos, "y", at), _join(at, "y")))
+        return (self.number(self.required(pos, "x", at), join_path(at, "x")),
+                self.number(self.required(pos, "y", at), join_path(at, "y")))
 
     def color_v0(self, value: Any, where: str) -> RGBA:
         """``{"r", "g", "b", "a"}``: whole numbers 0-255, or (if any is a fraction) 0-1."""
@@ -625,7 +627,7 @@ class _Parser:
                 continue
             v = self.required(doc, ch, where)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-                self.fail(_join(where, ch), f"expected a number, got {_kind(v)}")
+                self.fail(join_path(where, ch), f"expected a number, got {_kind(v)}")
             chans.append(v)
         given = [v for v in chans if v is not None]
         # Unity writes Color as floats in 0..1; integral values (0, 1, 255.0) are ambiguous
@@ -639,7 +641,7 @@ class _Parser:
                 continue
             lo_hi = (0.0, 1.0) if unit else (0.0, 255.0)
             if not lo_hi[0] <= v <= lo_hi[1]:
-                self.fail(_join(where, ch), f"{v!r} is out of range "
+                self.fail(join_path(where, ch), f"{v!r} is out of range "
                                             f"[{lo_hi[0]:g}, {lo_hi[1]:g}]")
             out.append(int(round(v * scale)))
         return (out[0], out[1], out[2], out[3])
@@ -653,10 +655,10 @@ class _Parser:
                                    f"{len(colors)}; they pair up by index")
         rules: list[ColorRule] = []
         for i, (color, entry) in enumerate(zip(colors, prefabs, strict=True)):
-            rgba = self.color_v0(color, _join(colors_key, i))
-            at = _join(prefabs_key, i)
+            rgba = self.color_v0(color, join_path(colors_key, i))
+            at = join_path(prefabs_key, i)
             body = self.obj(entry, at)
-            type_name = self.text(self.required(body, "$type", at), _join(at, "$type"))
+            type_name = self.text(self.required(body, "$type", at), join_path(at, "$type"))
             prefab = _SERIALIZER.sub("", type_name) or type_name
             params = {k: v for k, v in body.items() if k != "$type"}
             rules.append(ColorRule(rgba, prefab, self.params(params, at, reserved), at))

@@ -29,7 +29,14 @@ from numpy.typing import NDArray
 from ecs_engine import Prefab, PrefabError, PrefabRegistry, World, schema_of
 from ecs_engine.component import ComponentBase, component_values
 from ecs_engine.levels.errors import LevelError
-from ecs_engine.levels.format import KINDS, ColorRule, LayerSpec, LevelFile, read_level_file
+from ecs_engine.levels.format import (
+    KINDS,
+    ColorRule,
+    LayerSpec,
+    LevelFile,
+    join_path,
+    read_level_file,
+)
 from ecs_engine.levels.images import (
     DEFAULT_MAX_PIXELS,
     ColorTable,
@@ -334,6 +341,7 @@ def _rule_prefab(prefabs: PrefabRegistry, level: LevelFile, rule: ColorRule,
     if missing:
         raise LevelError(level.path, f"prefab {prefab.name!r} cannot be a {role}: it has no "
                                      f"{', '.join(missing)} parameter(s)", where=rule.where)
+    _check_reserved(prefab, rule, level, needs)
     try:
         comps = prefab.build(_author_params(prefab, rule, level.version))
     except PrefabError as exc:
@@ -355,20 +363,44 @@ def _rule_prefab(prefabs: PrefabRegistry, level: LevelFile, rule: ColorRule,
     return prefab
 
 
-def _author_params(prefab: Prefab, rule: ColorRule, version: int) -> dict[str, Any]:
-    """The rule's parameters, with version-0 labels matched case-insensitively (C# names)."""
-    params = dict(rule.params)
+def _author_labels(prefab: Prefab, rule: ColorRule, version: int) -> dict[str, str]:
+    """Each of the rule's labels as ``prefab.build`` will read it: as written, or for
+    version 0 matched case-insensitively (C# names)."""
     if version != 0:
-        return params
+        return {label: label for label in rule.params}
     table = prefab.params()
     folded: dict[str, list[str]] = {}
     for label in table:
         folded.setdefault(label.casefold(), []).append(label)
-    out: dict[str, Any] = {}
-    for label, value in params.items():
+    out: dict[str, str] = {}
+    for label in rule.params:
         hits = folded.get(label.casefold(), [])
-        out[label if label in table or len(hits) != 1 else hits[0]] = value
+        out[label] = label if label in table or len(hits) != 1 else hits[0]
     return out
+
+
+def _author_params(prefab: Prefab, rule: ColorRule, version: int) -> dict[str, Any]:
+    """The rule's parameters under the labels ``prefab.build`` reads (:func:`_author_labels`)."""
+    labels = _author_labels(prefab, rule, version)
+    return {labels[label]: value for label, value in rule.params.items()}
+
+
+def _check_reserved(prefab: Prefab, rule: ColorRule, level: LevelFile,
+                    reserved: tuple[str, ...]) -> None:
+    """The loader sets ``reserved`` (x, y; w, h for tiles) itself: a colour may not set the
+    same fields under another label (``Position.x``, or ``X`` in version 0), which the
+    loader's own columns would silently override. Labels resolve as ``prefab.build``
+    resolves them, so every spelling of a reserved field is caught."""
+    table = prefab.params()
+    fields = {(table[label].ctype, table[label].spec.name): label for label in reserved}
+    for written, label in _author_labels(prefab, rule, level.version).items():
+        param = table.get(label)
+        hit = fields.get((param.ctype, param.spec.name)) if param is not None else None
+        if hit is not None:
+            where = (f"{rule.where}.params" if level.version != 0 else rule.where)
+            raise LevelError(level.path, f"{written!r} is the field {hit!r}, which the loader "
+                                         f"sets for every entity ({', '.join(reserved)} are "
+                                         f"reserved)", where=join_path(where, written))
 
 
 def _check_world(world: World, plan: LevelPlan) -> None:

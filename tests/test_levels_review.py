@@ -525,3 +525,35 @@ def test_inspect_draws_a_fine_editor_grid_at_the_picture_s_size(tmp_path: Path) 
     arr = np.array(img)
     assert (arr[-10, 60] == (139, 90, 43, 255)).all()  # the solid lower half, in its colour
     assert (arr[-1, -1] == (16, 16, 16, 255)).all()  # the level's edge is outlined
+
+
+# --------------------------------------------------------------------------------------------
+# 8. reserved parameters under any label the prefab accepts
+
+
+@pytest.mark.parametrize(("level", "edit", "where"), [
+    ("demo", lambda d: d["tile_colors"].__setitem__(
+        "#8b5a2b", {"prefab": "ground", "params": {"Collider.w": 9}}),
+     'tile_colors["#8b5a2b"].params["Collider.w"]'),
+    ("demo", lambda d: d["sprite_colors"].__setitem__(
+        "#dc2828", {"prefab": "enemy", "params": {"Position.x": 9}}),
+     'sprite_colors["#dc2828"].params["Position.x"]'),
+    ("thesis_example", lambda d: d["obj_prefabs"][0].__setitem__("W", 9), "obj_prefabs[0].W"),
+    ("thesis_example", lambda d: d["obj_prefabs"][0].__setitem__("collider.H", 9),
+     'obj_prefabs[0]["collider.H"]'),
+    ("thesis_example", lambda d: d["spr_prefabs"][1].__setitem__("X", 9), "spr_prefabs[1].X"),
+])
+def test_reserved_parameters_are_refused_under_every_label(
+        tmp_path: Path, level: str, edit: Any, where: str) -> None:
+    import shutil
+
+    from ecs_engine.levels import shipped_level
+
+    folder = tmp_path / "l"
+    shutil.copytree(shipped_level(level), folder)
+    doc = json.loads((folder / "level.lvl").read_text())
+    edit(doc)
+    (folder / "level.lvl").write_text(json.dumps(doc))
+    with pytest.raises(LevelError, match="the loader sets for every entity") as info:
+        load_level(World(), folder, stock_prefabs())
+    assert info.value.where == where
