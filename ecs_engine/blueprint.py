@@ -39,7 +39,7 @@ from ecs_engine.hierarchy import (
 )
 from ecs_engine.keymap import KeyMap
 from ecs_engine.memcopy import copy_into
-from ecs_engine.migrate import migrate_rows
+from ecs_engine.migrate import find_saved_type, migrate_rows, unknown_component_hint
 from ecs_engine.savefile import SaveFileError
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.snapshot import Snapshot, StoreSnapshot
@@ -257,12 +257,16 @@ def _resolve(world: World, bp: Blueprint) -> _Plan:
     """Types, migrated rows and remap positions: everything that can fail, before any
     change to the world."""
     ctypes = []
+    unknown = []
     for s in bp._parts:
-        ctype = world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
+        ctype = (world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
+                 or find_saved_type(world._types_by_name.values(), s.name))
         if ctype is None:
-            raise SaveFileError(f"unknown component {s.name!r}: register its type first "
-                                f"(world.register({s.name}))")
-        ctypes.append(ctype)
+            unknown.append(s.name)
+        else:
+            ctypes.append(ctype)
+    if unknown:
+        raise SaveFileError(unknown_component_hint(unknown))
     world._check_type_names(ctypes, "instantiate")  # name clashes: before any change
     key = tuple(ctypes)
     plan = bp._plans.get(key)

@@ -18,7 +18,7 @@ the component, the field and both types, and the world stays as it was.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,12 +50,17 @@ def find_saved_type(types: Iterable[type], saved_name: str) -> type | None:
     return None
 
 
-def unknown_component_hint(saved_name: str) -> str:
-    """What to do about a saved component no registered type claims."""
-    return (f"unknown component {saved_name!r}: register its type first "
-            f"(world.register({saved_name})); if the class was renamed, keep the saved name "
-            f"with @component(name={saved_name!r}) or declare "
-            f"@component(formerly={saved_name!r})")
+def unknown_component_hint(saved_names: Sequence[str]) -> str:
+    """What to do about saved components no registered type claims."""
+    if len(saved_names) == 1:
+        (name,) = saved_names
+        return (f"unknown component {name!r}: register its type first "
+                f"(world.register({name})); if the class was renamed, keep the saved name "
+                f"with @component(name={name!r}) or declare @component(formerly={name!r})")
+    listed = ", ".join(repr(n) for n in saved_names)
+    return (f"unknown components {listed}: register their types first "
+            f"(world.register({', '.join(saved_names)})); if a class was renamed, keep the "
+            f"saved name with @component(name=...) or declare @component(formerly=...)")
 
 
 def lossless_cast(old: np.dtype, new: np.dtype) -> bool:

@@ -139,8 +139,13 @@ def _meta(snap: Snapshot, version: int = FORMAT_VERSION
     ]
     components = []
     # Stores by name: the same state gives the same bytes whatever order the components
-    # were registered in.
-    for s in sorted(snap.stores, key=lambda s: s.name):
+    # were registered in. A world's empty stores that no group names are left out: which
+    # types are registered is no part of the state (the state hash skips them too), and
+    # a load then need not know their types. (Stores of no type, such as the prefab
+    # columns of prefab_fields.split, stay: their dtypes are what a load reads.)
+    grouped = {name for group in snap.groups for name in group}
+    for s in sorted((s for s in snap.stores
+                     if s.n or s.ctype is None or s.name in grouped), key=lambda s: s.name):
         layout = list(_field_columns(s.chunks[0]))
         fields = [{"name": name, "dtype": wire_dtype(base), "shape": list(shape)}
                   for name, base, shape in layout]

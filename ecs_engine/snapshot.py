@@ -9,6 +9,7 @@ copies only the parts whose version differs from the live one.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -627,6 +628,21 @@ def _validate_hierarchy(snap: Snapshot, rows: np.ndarray) -> None:
         raise SaveFileError(f"component 'ChildOf': {problem}")
 
 
+def _without_unknown_empty_stores(world: World, snap: Snapshot) -> Snapshot:
+    """``snap`` without the empty stores of types this world does not know (and no group
+    names): they hold no state (the state hash skips empty stores), so a save taken
+    where such a type was registered loads where it is not."""
+    from ecs_engine.hierarchy import BUILTIN_COMPONENTS
+
+    grouped = {name for group in snap.groups for name in group}
+    known = world._types_by_name
+    dropped = [s for s in snap.stores if not s.n and s.ctype is None and s.name not in known
+               and s.name not in BUILTIN_COMPONENTS and s.name not in grouped]
+    if not dropped:
+        return snap
+    return dataclasses.replace(snap, stores=tuple(s for s in snap.stores if s not in dropped))
+
+
 def _saved_types(world: World, snap: Snapshot) -> dict[str, type]:
     """The component type each of ``snap``'s stores restores into (registered, built in,
     or found under an old name); ``SaveFileError`` if one has none or two share one."""
@@ -639,12 +655,16 @@ def _saved_types(world: World, snap: Snapshot) -> dict[str, type]:
         raise SaveFileError("this is a blueprint, not a world save: load it with "
                             "world.instantiate(Blueprint.load(path))")
     types: dict[str, type] = {}
+    unknown = []
     for s in snap.stores:
         ctype = (world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
                  or find_saved_type(world._types_by_name.values(), s.name))
         if ctype is None:
-            raise SaveFileError(unknown_component_hint(s.name))
-        types[s.name] = ctype
+            unknown.append(s.name)
+        else:
+            types[s.name] = ctype
+    if unknown:  # (every one at once: a game adding its registrations learns them all)
+        raise SaveFileError(unknown_component_hint(unknown))
     if len(set(types.values())) < len(types):
         claimed = [n for n in types if list(types.values()).count(types[n]) > 1]
         raise SaveFileError(f"saved components {claimed} are one component type now (a "
@@ -753,6 +773,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
         if None not in found and len(set(found)) == len(found):
             types = {s.name: t for s, t in zip(snap.stores, found, strict=True) if t is not None}
     if types is None:  # a file's (or, never in practice, an own one's that did not fit)
+        snap = _without_unknown_empty_stores(world, snap)
         types = _saved_types(world, snap)
     sparses = {} if own else _validate_foreign(world, snap, types, indexed)
     rng = _rng_for(world, snap)

@@ -3,6 +3,7 @@ always raise SaveFileError and leave the world exactly as it was."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import random
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from ecs_engine import (
     NULL,
+    Blueprint,
     Entity,
     SaveFileError,
     Snapshot,
@@ -32,6 +34,7 @@ from ecs_engine import (
 )
 from ecs_engine.entity import key_slot, make_key
 from ecs_engine.savefile import decode_snapshot, encode_snapshot, read_file, write_file
+from ecs_engine.snapshot import StoreSnapshot
 from tests.world_state import check_invariants, world_state
 
 
@@ -883,3 +886,52 @@ def test_random_mutations_of_a_checksummed_file_never_escape(
         assert world_state(world) == before
     else:
         check_invariants(world)
+
+
+def test_a_load_names_every_unknown_component_at_once(tmp_path: Path) -> None:
+    """One message per missing registration made a game fix them one run at a time."""
+    world = World()
+    world.spawn(Pos(), Vel(), Frozen())
+    world.save(tmp_path / "all.sav")
+    target = World()
+    target.register(Vel)
+    with pytest.raises(SaveFileError, match=r"all\.sav: unknown components 'Frozen', 'Pos': "
+                                            r"register their types first "
+                                            r"\(world\.register\(Frozen, Pos\)\)"):
+        target.load(tmp_path / "all.sav")
+    assert len(target) == 0
+    blueprint = world.extract(world.entities())
+    with pytest.raises(SaveFileError, match=r"unknown components 'Frozen', 'Pos'"):
+        World().instantiate(Blueprint.from_bytes(bytes(blueprint.to_bytes())))
+
+
+def test_which_types_are_registered_empty_is_not_part_of_a_save(tmp_path: Path) -> None:
+    """A registered type with no rows changed the bytes (not the state hash), and the save
+    then failed to load where that type was never registered."""
+    plain, extra = World(seed=3), World(seed=3)
+    extra.register(Inventory, Target)
+    for world in (plain, extra):
+        world.spawn(Pos(x=1.0), Vel())
+    assert plain.state_hash() == extra.state_hash()
+    assert bytes(plain.snapshot().to_bytes()) == bytes(extra.snapshot().to_bytes())
+    extra.save(tmp_path / "e.sav")
+    loaded = World()
+    loaded.register(Pos, Vel)
+    loaded.load(tmp_path / "e.sav")
+    assert loaded.state_hash() == extra.state_hash()
+
+
+def test_an_older_save_with_an_unknown_empty_store_loads(tmp_path: Path) -> None:
+    """Saves written before empty stores were left out still hold them: such a store
+    holds nothing to restore, so its type need not be known."""
+    world = World(seed=2)
+    world.spawn(Pos(x=2.0))
+    snap = world.snapshot()
+    empty = StoreSnapshot("Gone", (np.zeros(0, [("a", "<f4")]),), np.zeros(0, np.uint64))
+    old = dataclasses.replace(snap, stores=(*snap.stores, empty))
+    write_file(tmp_path / "old.sav", dataclasses.replace(
+        old, stores=tuple(dataclasses.replace(s, ctype=None) for s in old.stores)))
+    loaded = World()
+    loaded.register(Pos)
+    loaded.load(tmp_path / "old.sav")
+    assert loaded.state_hash() == world.state_hash()
