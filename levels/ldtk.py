@@ -152,13 +152,15 @@ class _Reader:
         raw = csv.value
         if not isinstance(raw, list):
             csv.fail("expected an array of whole numbers")
+        # Only JSON integers: numpy would read true/false among them as 1/0. The type scan
+        # runs in C (map, set); the Python loop only finds the first culprit for the error.
+        if not set(map(type, raw)) <= {int}:
+            bad = next(i for i, v in enumerate(raw) if type(v) is not int)
+            csv.fail(f"expected whole numbers, got {raw[bad]!r}", bad)
         try:
-            values = np.asarray(raw) if raw else np.zeros(0, np.int64)
-        except (ValueError, OverflowError):  # ragged: arrays among the numbers
-            values = np.zeros((0, 0))
-        if values.ndim != 1 or values.dtype.kind not in "iu":
-            bad = next((i for i, v in enumerate(raw)
-                        if isinstance(v, bool) or not isinstance(v, int)), 0)
+            values = np.asarray(raw, dtype=np.int64) if raw else np.zeros(0, np.int64)
+        except OverflowError:
+            bad = next(i for i, v in enumerate(raw) if not -2**63 <= v < 2**63)
             csv.fail(f"expected whole numbers, got {raw[bad]!r}", bad)
         if values.size != cw * ch:
             csv.fail(f"has {values.size} cells, but the layer is {cw} x {ch} = {cw * ch}")

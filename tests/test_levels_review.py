@@ -557,3 +557,24 @@ def test_reserved_parameters_are_refused_under_every_label(
     with pytest.raises(LevelError, match="the loader sets for every entity") as info:
         load_level(World(), folder, stock_prefabs())
     assert info.value.where == where
+
+
+# --------------------------------------------------------------------------------------------
+# 9. LDtk IntGrid values are whole numbers, never booleans
+
+
+@pytest.mark.parametrize(("csv", "at"), [([True, False, 1, 1], 0), ([1, 0, 1, False], 3),
+                                         ([1, 0, 1.0, 1], 2), ([1, 0, [1], 1], 2),
+                                         ([1, 0, 2**70, 1], 2)])
+def test_intgrid_csv_refuses_anything_but_integers(tmp_path: Path, csv: list[Any],
+                                                   at: int) -> None:
+    import re
+
+    p = ldtk(tmp_path / "p.ldtk", np.array([[1, 0], [1, 1]]))
+    doc = json.loads(p.read_text())
+    doc["levels"][0]["layerInstances"][0]["intGridCsv"] = csv
+    p.write_text(json.dumps(doc))
+    with pytest.raises(LevelError, match=re.escape(f"expected whole numbers, got {csv[at]!r}")
+                       ) as info:
+        load_level(World(), p, stock_prefabs())
+    assert info.value.where == f"levels[0](L0).layerInstances[0](G0).intGridCsv[{at}]"
