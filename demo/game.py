@@ -60,7 +60,6 @@ from ecs_engine.levels import LevelSummary, load_level, shipped_level
 from ecs_engine.levels.editor_names import stock_editor_names
 from ecs_engine.systems import (
     add_platformer_systems,
-    camera_follow,
     events,
     follow_parents,
     static_grid,
@@ -332,10 +331,9 @@ class Game:
         res["input"] = dict.fromkeys(INPUT_ACTIONS, False)
         res["level_size"] = [int(w), int(h)]
         res["level"] = self.summary.name  # a save file knows which level it belongs to
-        add_platformer_systems(self.world)
-        self.world.add_system(fall_out, before=camera_follow)
+        add_platformer_systems(self.world)  # (with follow_parents, before camera_follow)
+        self.world.add_system(fall_out, before=follow_parents)
         attach_bounties(self.world)
-        self.world.add_system(follow_parents, before=camera_follow)
         self.bounds = level_bounds(self.world, self.summary)
         self.stress = add_stress_bodies(self.world, stress, (w, h)).size
         # Sync test mode: every tick re-simulates the last 2 ticks and compares state

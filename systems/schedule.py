@@ -21,10 +21,13 @@ from ecs_engine.systems.gameplay import (
     touch_damage,
 )
 from ecs_engine.systems.physics import gravity, integrate
+from ecs_engine.systems.transform import follow_parents
 
+# (follow_parents after everything that moves bodies: children drawn this frame stand
+# where their parents ended it)
 PLATFORMER_SYSTEMS = (clear_events, player_control, patrol, bounce, spawners, gravity, integrate,
                       collide, projectile_hits, touch_damage, pickups, reach_goal, lifetimes,
-                      spawn_effects, animate, camera_follow)
+                      spawn_effects, animate, follow_parents, camera_follow)
 
 
 MOVING_BODY = (Position, Velocity, Collider, Grounded, Gravity)

@@ -120,3 +120,23 @@ def test_a_position_only_layout_change_reuses_the_tree(monkeypatch: pytest.Monke
     w.set_parent(child, NULL)  # a link change: the tree is derived again
     follow_parents(w, 0.0)
     assert calls == [w]
+
+
+def test_the_stock_schedule_carries_children() -> None:
+    """``add_platformer_systems`` left follow_parents out: a child added with ChildOf and
+    LocalOffset stayed where it spawned while its parent walked away."""
+    from ecs_engine.components import Collider, Gravity, Grounded
+    from ecs_engine.systems import add_platformer_systems
+
+    world = World()
+    add_platformer_systems(world)
+    hero = world.spawn(Position(x=2.0, y=3.0), Velocity(x=4.0), Collider(), Grounded(),
+                       Gravity(ay=0.0))
+    bag = world.spawn(Position(), LocalOffset(y=1.5), ChildOf(parent=hero))
+    for _ in range(30):
+        world.step(1 / 60)
+    hero_at, bag_at = world.get(hero, Position), world.get(bag, Position)
+    assert hero_at["x"] > 3.5  # it walked (no level: nothing stops it)
+    assert (bag_at["x"], bag_at["y"]) == (hero_at["x"], np.float32(hero_at["y"] + 1.5))
+    names = world.systems
+    assert names.index("follow_parents") == names.index("camera_follow") - 1
