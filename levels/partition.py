@@ -41,7 +41,9 @@ def partition(
 
     ``grid`` is a 2-D integer array indexed ``grid[y, x]``. Returns a structured array of
     :data:`RECT_DTYPE` (positions and sizes in cells), sorted by ``(y, x)``. Each non-background
-    cell lies in exactly one rectangle; background cells lie in none.
+    cell lies in exactly one rectangle; background cells lie in none. Cells and ``background``
+    compare as numbers, whatever the dtype; a uint64 value above 2**63 - 1 is stored in
+    ``value`` by its bits (``rects["value"].view(np.uint64)`` reads it back).
     """
     arr = np.asarray(grid)
     if arr.ndim != 2:
@@ -54,16 +56,33 @@ def partition(
         raise ValueError(f"partition: unknown method {method!r}, expected 'greedy' or 'exact'")
     if arr.size == 0:
         return np.empty(0, dtype=RECT_DTYPE)
-    # One common dtype for cells and background, so a background outside the grid's dtype range
-    # (e.g. -1 for uint8) compares correctly instead of wrapping around.
-    work_dtype = np.result_type(arr.dtype, np.min_scalar_type(background))
-    if work_dtype.kind not in "iu":
-        work_dtype = np.dtype(np.int64)
-    cells = arr.astype(work_dtype, copy=False)
-    bg = work_dtype.type(background)
+    cells, bg = _with_background(arr, background)
     if method == "greedy":
         return _greedy(cells, bg)
     return _exact(cells, bg)
+
+
+def _with_background(arr: NDArray[np.integer], background: int
+                     ) -> tuple[NDArray[np.integer], np.integer]:
+    """The cells and a background of one dtype that compare exactly as the numbers do.
+
+    A background the grid's dtype can hold is cast to it. One it cannot hold (-1 for a uint8
+    or uint64 grid) equals no cell, so any value absent from the grid stands in for it;
+    casting both to a common type instead would wrap (uint64 2**64 - 1 is int64 -1)."""
+    info = np.iinfo(arr.dtype)
+    if info.min <= background <= info.max:
+        return arr, arr.dtype.type(background)
+    lo, hi = int(arr.min()), int(arr.max())
+    if hi < info.max:
+        return arr, arr.dtype.type(hi + 1)
+    if lo > info.min:
+        return arr, arr.dtype.type(lo - 1)
+    values = np.unique(arr)  # both ends taken: a gap inside, or a small dtype full
+    gaps = np.flatnonzero(np.diff(values) > 1)
+    if gaps.size:
+        return arr, arr.dtype.type(int(values[gaps[0]]) + 1)
+    # every value of an 8/16/32-bit dtype occurs: widen, where one more value exists
+    return arr.astype(np.int64), np.int64(info.max + 1)
 
 
 def _make_rects(value: NDArray[np.integer], x: _Int, y: _Int, w: _Int, h: _Int) -> NDArray[np.void]:

@@ -578,3 +578,37 @@ def test_intgrid_csv_refuses_anything_but_integers(tmp_path: Path, csv: list[Any
                        ) as info:
         load_level(World(), p, stock_prefabs())
     assert info.value.where == f"levels[0](L0).layerInstances[0](G0).intGridCsv[{at}]"
+
+
+# --------------------------------------------------------------------------------------------
+# 10. partition compares cells and background as numbers, whatever the dtype
+
+
+def _covered(rects: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.zeros(shape, np.int64)
+    for r in rects:
+        out[r["y"]:r["y"] + r["h"], r["x"]:r["x"] + r["w"]] += 1
+    return out
+
+
+@pytest.mark.parametrize("method", ["greedy", "exact"])
+@pytest.mark.parametrize(("grid", "background"), [
+    (np.array([[2**64 - 1, 5]], np.uint64), -1),
+    (np.array([[2**64 - 1, 0], [2**63, 2**63]], np.uint64), -2**63),
+    (np.array([[-1, 5, 2**62]], np.int64), 2**64 - 1),
+    (np.arange(256, dtype=np.uint8).reshape(16, 16), -1),  # every uint8 value present
+    (np.arange(-128, 128, dtype=np.int8).reshape(16, 16), 200),
+    (np.array([[0, 2**64 - 1], [1, 2**64 - 1]], np.uint64), 2**64 - 1),
+])
+def test_partition_never_mistakes_a_cell_for_an_unrepresentable_background(
+        grid: np.ndarray, background: int, method: Any) -> None:
+    from ecs_engine.levels import partition
+
+    rects = partition(grid, method, background=background)
+    info = np.iinfo(grid.dtype)
+    held = info.min <= background <= info.max  # else no cell can equal it
+    expected = grid != grid.dtype.type(background) if held else np.ones(grid.shape, bool)
+    assert (_covered(rects, grid.shape) == expected).all()
+    values = rects["value"].view(np.uint64) if grid.dtype == np.uint64 else rects["value"]
+    for r, v in zip(rects, values, strict=True):
+        assert (grid[r["y"]:r["y"] + r["h"], r["x"]:r["x"] + r["w"]] == v).all()
