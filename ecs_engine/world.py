@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
+import math
 import operator
 import os
 import weakref
@@ -1121,6 +1123,17 @@ class World:
             raise TypeError(f"add_system: {fn!r} is not callable; pass the function itself "
                             f"(world.add_system(movement)), not the result of calling it")
         sys_name = name or str(getattr(fn, "__name__", repr(fn)))
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):  # (some builtins have none: they fail at step)
+            signature = None
+        if signature is not None:
+            try:
+                signature.bind(self, 0.0)
+            except TypeError:
+                raise TypeError(f"add_system: {sys_name}{signature} cannot be called as "
+                                f"fn(world, dt); a system takes the world and the tick's "
+                                f"dt in seconds") from None
         if any(s.name == sys_name for s in self._systems):
             raise ValueError(f"a system named {sys_name!r} is already registered")
         if before is not None and after is not None:
@@ -1149,6 +1162,8 @@ class World:
 
     def step(self, dt: float) -> None:
         """Run every system once with ``dt`` seconds, then advance ``tick``."""
+        if not 0 <= dt < math.inf:  # (also False for NaN, and TypeError for non-numbers)
+            raise ValueError(f"step: dt must be a finite number of seconds >= 0, got {dt!r}")
         outer = self.stepping
         self.stepping = True  # queries may reorder rows only while systems run
         try:

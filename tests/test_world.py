@@ -730,3 +730,40 @@ def test_an_instance_where_a_component_type_belongs_is_named_as_that_mistake() -
         assert world.has(e, Position) and len(world) == before, name
     with world.query(Position, without=(Velocity,)) as q:
         assert len(q) == 0
+
+
+def test_a_system_that_cannot_take_world_and_dt_is_refused_when_added() -> None:
+    """``def s(world)`` was accepted and failed at the first step with Python's bare
+    'takes 1 positional argument but 2 were given'."""
+    world = World()
+
+    def one(world: World) -> None: ...
+
+    def three(world: World, dt: float, extra: int) -> None: ...
+
+    for fn in (one, three, lambda: None):
+        with pytest.raises(TypeError, match=r"cannot be called as fn\(world, dt\)"):
+            world.add_system(fn)  # type: ignore[arg-type]
+    assert world.systems == ()
+
+    def flexible(*args: Any, scale: float = 1.0) -> None: ...
+
+    class Mover:
+        def __call__(self, world: World, dt: float) -> None: ...
+
+    world.add_system(flexible)
+    world.add_system(Mover(), name="mover")
+    world.add_system(print, name="builtin")  # (no signature to check)
+    assert world.systems == ("flexible", "mover", "builtin")
+
+
+@pytest.mark.parametrize("dt", [-1.0, float("nan"), float("inf"), -0.5])
+def test_step_refuses_a_negative_or_non_finite_dt(dt: float) -> None:
+    world = World()
+    world.add_system(lambda w, t: None, name="noop")
+    with pytest.raises(ValueError, match="dt must be a finite number of seconds >= 0"):
+        world.step(dt)
+    assert world.tick == 0
+    world.step(0.0)
+    world.step(np.float32(1 / 60))  # type: ignore[arg-type]
+    assert world.tick == 2
