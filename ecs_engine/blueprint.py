@@ -367,11 +367,18 @@ def instantiate(world: World, bp: Blueprint, parent: KeyLike = NULL) -> Instance
     new_keys, first = world._allocate(len(bp.keys))
 
     def apply() -> None:
+        # Deferred, the parent may have gone meanwhile (with an ancestor): the instance
+        # is made without that link and the flush reports it, as for a deferred spawn.
+        gone = world._flushing and parent_key != NULL and not world._slots.is_alive(
+            parent_key)
         ext_keys = np.append(new_keys, np.uint64(NULL))
         for part in plan.parts:
             if part is not child:
                 _write_part(world, part, new_keys, ext_keys, first)
-        _write_hierarchy(world, bp, child, new_keys, parent_key)
+        _write_hierarchy(world, bp, child, new_keys, NULL if gone else parent_key)
+        if gone:
+            world._check_still_alive(np.array([parent_key], KEY_DTYPE),
+                                     "instantiate (deferred, parent)")
 
     world._run_or_defer(apply)
     new_keys.flags.writeable = False

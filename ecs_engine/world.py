@@ -656,6 +656,8 @@ class World:
         self._slots.release_one(slot)
 
     def _destroy(self, keys: np.ndarray) -> None:
+        if self._flushing:  # a deferred despawn: an earlier one may have taken these keys
+            keys = keys[self._slots.alive_mask(keys)]  # along with an ancestor's subtree
         keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
         slots = key_slots(keys)
         shrunk: dict[Group, int] = {}  # each group's size once the keys are gone

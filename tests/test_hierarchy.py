@@ -332,3 +332,50 @@ def test_no_warnings_from_ordinary_use() -> None:
         t = tree(w)
         w.despawn(t["root"])
         assert len(w) == 0
+
+
+@pytest.mark.parametrize("link", ["set_parent", "spawn"])
+def test_a_deferred_despawn_of_a_key_an_earlier_one_took_along_frees_its_slot_once(
+        link: str) -> None:
+    """Despawning p took x (its child by then) with it; the later despawn of x at the
+    same flush freed x's slot a second time, and the next two spawns got one key."""
+    world = World()
+    p = world.spawn(Pos())
+    x = world.spawn(Pos()) if link == "set_parent" else None
+    with world.query(Pos):
+        if x is None:
+            x = world.spawn(Pos(), ChildOf(parent=p))
+        else:
+            world.set_parent(x, p)
+        world.despawn(p)  # x is not p's child yet when this is called
+        world.despawn_batch([x])
+    assert len(world) == 0 and not world.is_alive(x)
+    k1, k2 = world.spawn(Pos(x=1)), world.spawn(Pos(x=2))
+    assert k1 != k2 and len(world) == 2 and world.count(Pos) == 2
+    assert world.get(k1, Pos)["x"] == 1 and world.get(k2, Pos)["x"] == 2
+
+
+def test_a_deferred_instantiate_under_a_parent_that_dies_first_links_no_dead_parent(
+        tmp_path: Path) -> None:
+    """The parent was checked only at the call: at the flush the instance's root was
+    attached to a dead entity, and the world saved a file its own load refused."""
+    source = World()
+    root = source.spawn(Pos(x=1))
+    source.spawn(Pos(x=2), ChildOf(parent=root))
+    blueprint = source.extract([root])
+    world = World()
+    p, q = world.spawn(Pos()), world.spawn(Pos())
+    with pytest.raises(KeyError, match=r"instantiate \(deferred, parent\): .* despawned"):
+        with world.query(Pos):
+            world.set_parent(p, q)
+            world.despawn(q)  # takes p along at the flush
+            inst = world.instantiate(blueprint, parent=p)
+    assert not world.is_alive(p)
+    assert all(world.is_alive(k) for k in inst.keys)
+    assert world.parent(int(inst.keys[0])) == NULL  # a root, like a deferred spawn's
+    assert world.parent(int(inst.keys[1])) == int(inst.keys[0])
+    world.save(tmp_path / "w.sav")
+    loaded = World()
+    loaded.register(Pos)
+    loaded.load(tmp_path / "w.sav")
+    assert loaded.state_hash() == world.state_hash()
