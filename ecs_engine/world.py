@@ -529,39 +529,37 @@ class World:
         if not self._deferring and not self.has(key, ctype):
             raise KeyError(f"remove: {key_str(key)} has no {name}")
         keys = np.array([key], KEY_DTYPE)
-        if ctype is ChildOf:  # detaching keeps the subtree's depths right
-            self.set_parent(keys, NULL)
-            return
 
         def run() -> None:
             if not self.has(key, ctype):
                 raise KeyError(f"remove (deferred): {key_str(key)} has no {name}")
-            self._detach(self._stores[ctype], keys)
+            if ctype is not ChildOf:
+                self._detach(self._stores[ctype], keys)
 
+        if ctype is ChildOf:  # detaching keeps the subtree's depths right
+            if self._deferring:
+                self._run_or_defer(run)  # (the check, at the flush, as for other types)
+            self.set_parent(keys, NULL)
+            return
         self._run_or_defer(run)
 
     def remove_batch(self, keys: Any, ctype: type) -> None:
         """Detach a component from many entities (all must have it)."""
         arr = self._check_alive_batch(keys, "remove_batch").copy()
         name = type_schema(ctype).name
-        if ctype is ChildOf:
-            store = self._stores.get(ChildOf)
-            rows = store.rows_of(key_slots(arr)) if store else np.full(len(arr), -1)
-            if not self._deferring and (rows < 0).any():
-                first = int(arr[np.flatnonzero(rows < 0)[0]])
-                raise KeyError(f"remove_batch: {key_str(first)} has no {name}")
-            self.set_parent(arr, NULL)
-            return
-
         def run() -> None:
             store = self._stores.get(ctype)
             rows = store.rows_of(key_slots(arr)) if store else np.full(len(arr), -1)
             if (rows < 0).any():
                 first = int(arr[np.flatnonzero(rows < 0)[0]])
                 raise KeyError(f"remove_batch: {key_str(first)} has no {name}")
-            if store is not None:  # None only for an empty batch
+            if store is not None and ctype is not ChildOf:  # (None: an empty batch)
                 self._detach(store, arr)
 
+        if ctype is ChildOf:  # detached through set_parent, after the same check
+            self._run_or_defer(run)
+            self.set_parent(arr, NULL)
+            return
         self._run_or_defer(run)
 
     def _snapshot_values(self, comps: list[Any]) -> list[Any]:

@@ -379,3 +379,21 @@ def test_a_deferred_instantiate_under_a_parent_that_dies_first_links_no_dead_par
     loaded.register(Pos)
     loaded.load(tmp_path / "w.sav")
     assert loaded.state_hash() == world.state_hash()
+
+
+def test_removing_a_missing_parent_link_inside_a_block_fails_at_the_flush() -> None:
+    """Outside a block ``remove(e, ChildOf)`` of a root is a KeyError, as for any missing
+    component; inside one it passed silently."""
+    world = World()
+    a, b = world.spawn(Pos()), world.spawn(Pos())
+    for remove in (lambda: world.remove(a, ChildOf),
+                   lambda: world.remove_batch([a, b], ChildOf)):
+        with pytest.raises(KeyError, match="has no ChildOf"):
+            remove()
+        with pytest.raises(KeyError, match="has no ChildOf"):
+            with world.query(Pos):
+                remove()
+    with world.query(Pos):  # a link made earlier in the same block counts
+        world.set_parent(a, b)
+        world.remove(a, ChildOf)
+    assert world.parent(a) == NULL and len(world) == 2
