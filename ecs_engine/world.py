@@ -1168,7 +1168,12 @@ class World:
         self.stepping = True  # queries may reorder rows only while systems run
         try:
             for system in tuple(self._systems):
-                system.fn(self, dt)
+                try:
+                    system.fn(self, dt)
+                except Exception as exc:  # (free until something raises)
+                    exc.add_note(f"in system {system.name!r}, in world.step at tick "
+                                 f"{self.tick}")
+                    raise
         finally:
             self.stepping = outer
         self.tick += 1

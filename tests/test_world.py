@@ -767,3 +767,22 @@ def test_step_refuses_a_negative_or_non_finite_dt(dt: float) -> None:
     world.step(0.0)
     world.step(np.float32(1 / 60))  # type: ignore[arg-type]
     assert world.tick == 2
+
+
+def test_an_error_in_a_system_names_the_system_and_the_tick() -> None:
+    world = World()
+    calls = []
+
+    def flaky(world: World, dt: float) -> None:
+        calls.append(world.tick)
+        if len(calls) == 3:
+            raise ValueError("boom")
+
+    world.add_system(lambda w, dt: None, name="first")
+    world.add_system(flaky)
+    world.step(0.1)
+    world.step(0.1)
+    with pytest.raises(ValueError, match="boom") as info:
+        world.step(0.1)
+    assert info.value.__notes__ == ["in system 'flaky', in world.step at tick 2"]
+    assert world.tick == 2 and not world.stepping
