@@ -12,10 +12,12 @@ Ray is imported only when the ``"ray"`` backend is chosen (``pip install 'ecs-en
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from typing import Any, Literal, TypeVar
@@ -29,10 +31,84 @@ Item = TypeVar("Item")
 Row = TypeVar("Row")
 BatchFunction = Callable[[Any, list[Item]], list[Row]]
 """``func(shared, batch) -> rows``: one row per item, module-level (it is pickled by name)."""
+Stream = Generator[tuple[int, list[Any]], None, None]  # (batch index, its rows) as they finish
 
 # Pool workers keep the shared input here: set once per worker process by the initializer,
 # read by every batch that worker runs. It lives only in worker processes, never the caller.
 _WORKER_SHARED: dict[str, Any] = {}
+
+
+class _RayRuns:
+    """Ray is one runtime per process, so runs in one process share it: the first run
+    starts it (unless the caller already did), and the last one to finish stops it. Two
+    runs at once would otherwise start it twice, or one would stop it under the other.
+
+    A run on another thread than the main one starts Ray from a thread of its own that
+    lives until the runtime stops: Ray's processes are killed when the thread that started
+    them exits (Linux's parent-death signal follows the thread), which would take the
+    runtime from under the other runs as soon as the first run's thread ended."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._started = False  # by a run (an instance the caller started is left running)
+        self._keeper: tuple[threading.Thread, threading.Event] | None = None
+
+    def enter(self, ray: Any, workers: int, address: str | None) -> None:
+        with self._lock:
+            if not ray.is_initialized():
+                if address:
+                    start = functools.partial(ray.init, address=address, log_to_driver=True,
+                                              logging_level=logging.WARNING)
+                else:  # "local": a new instance, never a stray cluster left on the machine
+                    start = functools.partial(ray.init, address="local", num_cpus=workers,
+                                              include_dashboard=False,
+                                              logging_level=logging.WARNING)
+                if threading.current_thread() is threading.main_thread():
+                    start()
+                else:
+                    self._keeper = _keep(start)
+                self._started = True
+            self._users += 1
+
+    def leave(self, ray: Any) -> None:
+        with self._lock:
+            self._users -= 1
+            if not self._users and self._started:
+                self._started = False
+                ray.shutdown()
+                if self._keeper is not None:
+                    thread, stop = self._keeper
+                    self._keeper = None
+                    stop.set()
+                    thread.join()
+
+
+def _keep(start: Callable[[], Any]) -> tuple[threading.Thread, threading.Event]:
+    """Run ``start`` on a new thread that then waits until told to stop; raises what
+    ``start`` raised."""
+    ready, stop = threading.Event(), threading.Event()
+    failure: list[BaseException] = []
+
+    def keeper() -> None:
+        try:
+            start()
+        except BaseException as exc:  # handed to the caller below
+            failure.append(exc)
+            return
+        finally:
+            ready.set()
+        stop.wait()
+
+    thread = threading.Thread(target=keeper, name="ecs-engine-ray", daemon=True)
+    thread.start()
+    ready.wait()
+    if failure:
+        raise failure[0]
+    return thread, stop
+
+
+_RAY_RUNS = _RayRuns()
 
 
 def plan_batches(count: int, workers: int, batch_size: int | None = None) -> list[range]:
@@ -65,41 +141,43 @@ def _check_rows(rows: list[Any], batch: Sequence[Any], func: Callable[..., Any])
 
 
 def _iter_inline(func: Callable[[Any, list[Any]], list[Any]], shared: Any,
-                 batches: list[list[Any]]) -> Iterator[tuple[int, list[Any]]]:
+                 batches: list[list[Any]]) -> Stream:
     for index, batch in enumerate(batches):
-        yield index, func(shared, batch)
+        yield index, _result(functools.partial(func, shared, batch), index, batches)
 
 
 def _iter_pool(func: Callable[[Any, list[Any]], list[Any]], shared: Any,
-               batches: list[list[Any]], workers: int) -> Iterator[tuple[int, list[Any]]]:
+               batches: list[list[Any]], workers: int) -> Stream:
     # "spawn": workers import the function by name, with no copy of the caller's threads,
     # locks or open windows (fork would inherit them); it is also what Ray's workers do.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                             initializer=_pool_init, initargs=(shared,)) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                               initializer=_pool_init, initargs=(shared,))
+    finished = False
+    try:
         pending: dict[Future[list[Any]], int] = {
             pool.submit(_pool_call, func, batch): i for i, batch in enumerate(batches)}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                yield pending.pop(future), future.result()
+                index = pending.pop(future)
+                yield index, _result(future.result, index, batches)
+        finished = True
+    finally:
+        # On a failure, batches not started are dropped and the caller does not wait for
+        # the running ones (their workers exit when done).
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def _iter_ray(func: Callable[[Any, list[Any]], list[Any]], shared: Any,
               batches: list[list[Any]], workers: int,
-              address: str | None) -> Iterator[tuple[int, list[Any]]]:
+              address: str | None) -> Stream:
     try:
         import ray
     except ImportError as missing:
         raise ImportError("the ray backend needs Ray: pip install 'ecs-engine[cluster]'") \
             from missing
-    started = False
-    if not ray.is_initialized():
-        if address:
-            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True)
-        else:
-            ray.init(num_cpus=workers, include_dashboard=False,
-                     logging_level=logging.WARNING)
-        started = True
+    _RAY_RUNS.enter(ray, workers, address)
+    pending: dict[Any, int] = {}
     try:
         shared_ref = ray.put(shared)  # stored once; every task receives a reference to it
         remote = ray.remote(max_retries=0)(func)
@@ -107,10 +185,23 @@ def _iter_ray(func: Callable[[Any, list[Any]], list[Any]], shared: Any,
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                yield pending.pop(ref), ray.get(ref)
+                index = pending.pop(ref)
+                yield index, _result(functools.partial(ray.get, ref), index, batches)
     finally:
-        if started:
-            ray.shutdown()
+        for ref in pending:  # a failure (or the caller stopped): drop the rest
+            ray.cancel(ref, force=True)
+        _RAY_RUNS.leave(ray)
+
+
+def _result(get: Callable[[], list[Any]], index: int, batches: list[list[Any]]) -> list[Any]:
+    """A batch's rows; its exception, if it raised, says which batch and items it ran."""
+    try:
+        return get()
+    except Exception as exc:
+        first = sum(len(b) for b in batches[:index])
+        exc.add_note(f"in batch {index + 1} of {len(batches)}: items {first} to "
+                     f"{first + len(batches[index]) - 1} of the run")
+        raise
 
 
 def run_batches(
@@ -145,9 +236,12 @@ def run_batches(
     else:
         stream = _iter_ray(func, shared, batches, workers, address)
     finished = 0
-    for index, rows in stream:
-        results[index] = _check_rows(rows, batches[index], func)
-        finished += len(batches[index])
-        if progress is not None:
-            progress(finished)
+    try:
+        for index, rows in stream:
+            results[index] = _check_rows(rows, batches[index], func)
+            finished += len(batches[index])
+            if progress is not None:
+                progress(finished)
+    finally:
+        stream.close()  # a failure here (or in progress) stops the workers now, not at gc
     return [row for rows in results if rows is not None for row in rows]

@@ -18,6 +18,7 @@ import math
 import os
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -202,6 +203,19 @@ def _png(img: Image.Image) -> bytes:
     return out.getvalue()
 
 
+def _describe(exc: Exception) -> str:
+    """An unexpected error as one line: type, message, its notes (``world.step`` names the
+    system and tick) and the file and line it was raised at."""
+    text = f"{type(exc).__name__}: {exc}"
+    notes = getattr(exc, "__notes__", None)
+    if notes:
+        text += f" ({'; '.join(notes)})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        text += f" [raised at {Path(frames[-1].filename).name}:{frames[-1].lineno}]"
+    return text
+
+
 def _validate_one(package: LevelPackage, config: ValidateConfig,
                   prefabs: PrefabRegistry, setup: Callable[[World], None]) -> dict[str, Any]:
     start = time.perf_counter()
@@ -219,7 +233,7 @@ def _validate_one(package: LevelPackage, config: ValidateConfig,
             setup(world)
             for _ in range(config.ticks):
                 world.step(1 / 60)
-            row["ticks"] = config.ticks
+                row["ticks"] += 1  # (a system failing at tick t leaves t ticks run)
             problems = world_invariants(world)
             row["state_hash"] = world.state_hash()
             if problems:
@@ -233,7 +247,7 @@ def _validate_one(package: LevelPackage, config: ValidateConfig,
             row["error"] = str(exc).replace(str(root / package.entry), package.source) \
                                    .replace(str(root), package.source)
         except Exception as exc:  # a bug in a system or the engine: still one row, not a crash
-            row["error"] = f"{type(exc).__name__}: {exc}"
+            row["error"] = _describe(exc)
     row["ms"] = round((time.perf_counter() - start) * 1000.0, 3)
     return row
 

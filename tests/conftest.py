@@ -21,6 +21,6 @@ def ray_local() -> Iterator[None]:
     """One local Ray instance (2 CPUs) for the whole session: starting Ray takes seconds."""
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()

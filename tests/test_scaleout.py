@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -59,3 +61,48 @@ def test_unknown_backend() -> None:
     with pytest.raises(ValueError, match="unknown backend"):
         run_batches(scaled, [1], shared={"factor": 1}, backend="threads")  # type: ignore[arg-type]
     assert BACKENDS == ("inline", "pool", "ray")
+
+
+def fails_on_three(shared: Any, batch: list[int]) -> list[int]:
+    """Batch function: the batch holding 3 raises at once; the others take a while."""
+    if 3 in batch:
+        raise ValueError("item 3 is bad")
+    time.sleep(shared)
+    return batch
+
+
+@pytest.mark.parametrize("backend", ["inline", "pool"])
+def test_a_failing_batch_says_which_and_stops_the_run_at_once(backend: str) -> None:
+    """The pool waited for every pending batch before raising (its with block), and the
+    error did not say which batch or items failed."""
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="item 3 is bad") as info:
+        run_batches(fails_on_three, list(range(40)), shared=0.0 if backend == "inline"
+                    else 0.5, backend=backend, workers=2, batch_size=2)  # type: ignore[arg-type]
+    assert info.value.__notes__ == ["in batch 2 of 20: items 2 to 3 of the run"]
+    if backend == "pool":  # 18 batches of 0.5 s on 2 workers were pending: not waited for
+        assert time.perf_counter() - start < 4.0
+
+
+def test_two_ray_runs_at_once_share_one_runtime() -> None:
+    """Two threads each starting Ray: one failed ('called ray.init twice'), or the first
+    to finish shut Ray down under the other."""
+    ray = pytest.importorskip("ray")
+    was_running = ray.is_initialized()
+    results: list[Any] = [None, None]
+
+    def run(slot: int, factor: int) -> None:
+        try:
+            results[slot] = run_batches(scaled, list(range(9)), shared={"factor": factor},
+                                        backend="ray", workers=2, batch_size=2)
+        except Exception as exc:  # reported below, with the other thread's result
+            results[slot] = exc
+
+    threads = [threading.Thread(target=run, args=(i, i + 2)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for slot in range(2):
+        assert results[slot] == [{"item": x, "value": x * (slot + 2)} for x in range(9)]
+    assert ray.is_initialized() == was_running  # stopped by the last run that started it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -124,3 +125,23 @@ def test_cli_writes_json_lines_and_fails_when_a_level_fails(levels: list[Path],
         capture_output=True, text=True, timeout=300, cwd=REPO)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["ok"] is True
+
+
+def add_failing_system(world: World) -> None:
+    """A setup (``--systems tests.test_validate:add_failing_system``) whose system raises
+    on its third tick."""
+    def boom(world: World, dt: float) -> None:
+        if world.tick == 2:
+            raise ValueError("boom in my system")
+
+    world.add_system(boom)
+
+
+def test_an_error_in_a_system_names_the_system_tick_and_line(levels: list[Path]) -> None:
+    """The row said only 'ValueError: boom' with ticks 0, though two ticks had run."""
+    config = config_dict(ValidateConfig(ticks=30,
+                                        systems="tests.test_validate:add_failing_system"))
+    (row,) = validate_batch(config, [pack_level(levels[0])])
+    assert not row["ok"] and row["ticks"] == 2
+    assert re.fullmatch(r"ValueError: boom in my system \(in system 'boom', in world\.step at "
+                        r"tick 2\) \[raised at test_validate\.py:\d+\]", row["error"])
