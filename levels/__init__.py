@@ -5,9 +5,8 @@ A level is a folder: ``level.lvl`` (JSON) plus PNG layers in ``geometry/``, ``sp
 ``load_level`` also reads LDtk projects (:mod:`.ldtk`) and Tiled maps (:mod:`.tiled`).
 """
 
-try:  # pillow and scipy come with the [levels] extra; the core engine needs neither
+try:  # pillow comes with the [levels] extra (and scipy, which only method="exact" imports)
     import PIL  # noqa: F401
-    import scipy  # noqa: F401
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         f"ecs_engine.levels needs {missing.name!r}: install the levels extra, "

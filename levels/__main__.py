@@ -112,10 +112,14 @@ def _expand(paths: list[str]) -> list[str]:
 
 
 def _progress(total: int, stream: TextIO) -> tuple[Callable[[int], None], Callable[[], None]]:
-    """A tqdm bar on a terminal; nothing when the output is a pipe or a file."""
-    if not stream.isatty():
+    """A tqdm bar on a terminal; nothing when the output is a pipe or a file, or when tqdm
+    (which comes with the [cluster] extra) is not installed."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if not stream.isatty() or tqdm is None:
         return (lambda done: None), (lambda: None)
-    from tqdm import tqdm
 
     bar = tqdm(total=total, unit="level", file=stream)
     state = {"done": 0}

@@ -20,8 +20,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.sparse import coo_array, csr_array
-from scipy.sparse.csgraph import breadth_first_order, maximum_bipartite_matching
 
 __all__ = ["RECT_DTYPE", "partition"]
 
@@ -270,6 +268,12 @@ def _max_independent_chords(
     ``*_points`` are the flat grid-point indices each chord covers (endpoints included, so chords
     sharing a corner conflict), ``*_count`` the points per chord. Returns keep-masks.
     """
+    try:  # (only the exact method needs scipy: the demo and greedy levels run without it)
+        from scipy.sparse import coo_array, csr_array
+        from scipy.sparse.csgraph import breadth_first_order, maximum_bipartite_matching
+    except ImportError as missing:
+        raise ImportError("partition(method='exact') needs scipy: install the levels extra, "
+                          "pip install 'ecs-engine[levels]'") from missing
     n_h, n_v = h_count.size, v_count.size
     # Chords of one orientation are disjoint, so one id per point suffices.
     h_at = np.zeros(n_points, dtype=np.int64)

@@ -131,3 +131,51 @@ def test_version_matches_the_project_metadata() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert ecs_engine.__version__ == project
     assert f'"engine": "{project}"' in (REPO / "README.md").read_text()
+
+
+def test_levels_and_the_demo_run_without_scipy_until_an_exact_partition() -> None:
+    """scipy serves only method="exact"; [arcade] alone (arcade brings pillow) crashed the
+    demo with 'ecs_engine.levels needs scipy'."""
+    code = ("import sys; sys.modules['scipy'] = None\n"
+            "import numpy as np\n"
+            "from ecs_engine import World\n"
+            "from ecs_engine.components import stock_prefabs\n"
+            "from ecs_engine.levels import load_level, partition, shipped_level\n"
+            "load_level(World(), shipped_level('tutorial'), stock_prefabs())\n"
+            "try:\n"
+            "    partition(np.eye(3, dtype=np.int32), method='exact')\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "needs scipy: install the levels extra" in proc.stdout
+
+
+def test_the_game_extras_bring_the_levels_extra() -> None:
+    """The demo ([arcade]) and validate/farm ([cluster]) load levels."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    for name in ("arcade", "cluster"):
+        assert "ecs-engine[levels]" in extras[name], name
+
+
+def test_the_sdist_holds_what_the_test_suite_needs(tmp_path: Path) -> None:
+    """It held the test modules (setuptools' default) but not conftest, the helpers or the
+    test data, so the suite could not run from it."""
+    import tarfile
+
+    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "-o",
+                           str(tmp_path), str(REPO)], capture_output=True, text=True,
+                          timeout=600, env=_env())
+    if proc.returncode != 0:
+        pytest.fail(f"building the sdist failed:\n{proc.stdout}\n{proc.stderr}")
+    (sdist,) = tmp_path.glob("ecs_engine-*.tar.gz")
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    for needed in ("tests/conftest.py", "tests/__init__.py", "tests/world_state.py",
+                   "tests/gl.py", "tests/data/pre_hierarchy.save", "benchmarks/__main__.py",
+                   "README.md", "dev", "MANIFEST.in"):
+        assert needed in names, needed
+    assert not any("__pycache__" in n or n.startswith("benchmarks/results/") for n in names)
