@@ -7,6 +7,7 @@ switch at its first import), so ``--help`` and the no-display message work anywh
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -95,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"frames to run (default {DEFAULT_HEADLESS_FRAMES})")
     g.add_argument("--inputs", type=Path, default=None, metavar="FILE",
                    help="JSON input script: [{\"frame\": n, \"press\": [...], "
-                        "\"release\": [...]}, ...]")
+                        "\"release\": [...]}, ...], or a shipped one: win, tour, "
+                        "tutorial_win")
     g.add_argument("--screenshot", default=None, metavar="PATH",
                    help="PNG to write (may contain {frame}); once at the end unless "
                         "--screenshot-every")
@@ -124,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if headless_only and not headless:
         parser.error(f"{', '.join(headless_only)} only apply with --headless")
 
+    if importlib.util.find_spec("arcade") is None:  # (before any work: the demo draws)
+        print("demo: the demo needs arcade: install the arcade extra, "
+              "pip install 'ecs-engine[arcade]'", file=sys.stderr)
+        return 2
     from ecs_engine.demo.game import Game
     from ecs_engine.demo.headless import ScriptError, load_script
     from ecs_engine.levels import LevelError

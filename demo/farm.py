@@ -29,7 +29,12 @@ from ecs_engine import SaveFileError, Snapshot
 from ecs_engine.components import Health, Player, Position, Score
 from ecs_engine.demo.game import INPUT_ACTIONS, Game, resolve_level
 from ecs_engine.levels import LevelError
-from ecs_engine.levels.validate import LevelPackage, pack_level, unpack_level
+from ecs_engine.levels.validate import (
+    LevelPackage,
+    as_named_by_user,
+    pack_level,
+    unpack_level,
+)
 from ecs_engine.scaleout import Backend, run_batches
 
 __all__ = ["FarmConfig", "farm_batch", "main", "random_inputs", "start_state"]
@@ -77,8 +82,11 @@ def _game(package: LevelPackage) -> Game:
 
     with tempfile.TemporaryDirectory(prefix="ecs-farm-") as tmp:
         root = Path(tmp)
-        return Game(unpack_level(package, root), history_seconds=1 / 60,
-                    save_dir=root / "saves")
+        try:
+            return Game(unpack_level(package, root), history_seconds=1 / 60,
+                        save_dir=root / "saves")
+        except LevelError as exc:  # it names the scratch copy, gone when this returns
+            raise as_named_by_user(exc, package, root) from None
 
 
 def _outcome(game: Game) -> dict[str, Any]:

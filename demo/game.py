@@ -138,6 +138,8 @@ def resolve_level(level: str | os.PathLike[str]) -> Path:
     except KeyError:
         if path.exists():  # let the loader say what is wrong with the folder
             return path
+        if len(path.parts) > 1 or path.suffix:  # meant as a path, not a shipped name
+            raise KeyError(f"no such level folder or file: {str(level)!r}") from None
         raise
 
 

@@ -88,7 +88,11 @@ def parse_script(data: Any) -> list[Event]:
 
 
 def load_script(path: str | os.PathLike[str]) -> list[Event]:
-    """Read and check a JSON input script (``ScriptError`` on anything wrong)."""
+    """Read and check a JSON input script (``ScriptError`` on anything wrong): a file, or
+    the name of one that ships with the demo (``win``, ``tour``, ``tutorial_win``)."""
+    shipped = Path(__file__).with_name("scripts") / f"{path}.json"
+    if not Path(path).exists() and Path(path).name == str(path) and shipped.is_file():
+        path = shipped
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:

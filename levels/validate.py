@@ -123,6 +123,16 @@ def unpack_level(package: LevelPackage, root: Path) -> Path:
     return root / package.entry
 
 
+def as_named_by_user(exc: LevelError, package: LevelPackage, root: Path) -> LevelError:
+    """``exc`` from loading ``package`` unpacked under ``root``, naming the level as the
+    user gave it (``package.source``) instead of the scratch copy."""
+    def fix(text: str) -> str:
+        return text.replace(str(root / package.entry), package.source) \
+                   .replace(str(root), package.source)
+
+    return LevelError(fix(exc.file), fix(exc.detail), where=exc.where)
+
+
 def resolve(spec: str) -> Callable[..., Any]:
     """``"package.module:function"`` -> the function (``ValueError`` naming what is wrong)."""
     module_name, sep, attr = spec.partition(":")
@@ -244,8 +254,7 @@ def _validate_one(package: LevelPackage, config: ValidateConfig,
                 row["thumbnail_png"] = thumbnail(world, config.thumbnail)
         except LevelError as exc:
             # Errors name the unpacked copy; users know the level by the path they gave.
-            row["error"] = str(exc).replace(str(root / package.entry), package.source) \
-                                   .replace(str(root), package.source)
+            row["error"] = str(as_named_by_user(exc, package, root))
         except Exception as exc:  # a bug in a system or the engine: still one row, not a crash
             row["error"] = _describe(exc)
     row["ms"] = round((time.perf_counter() - start) * 1000.0, 3)

@@ -19,6 +19,7 @@ server and no audio device.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 NO_DISPLAY_MESSAGE = "no display: run with --headless or set ARCADE_HEADLESS=1"
+NO_ARCADE_MESSAGE = "rendering needs arcade: install the arcade extra, pip install " \
+                    "'ecs-engine[arcade]'"
 
 ArrayLike = npt.ArrayLike
 
@@ -184,6 +187,8 @@ def make_window(
         RuntimeError: no display is reachable and headless mode is off, or headless was
             requested after arcade had already been imported without it.
     """
+    if importlib.util.find_spec("arcade") is None:
+        raise ImportError(NO_ARCADE_MESSAGE)
     want_headless = bool(os.environ.get("ARCADE_HEADLESS")) if headless is None else headless
     arcade_mod = sys.modules.get("arcade")
     if arcade_mod is not None:

@@ -52,7 +52,11 @@ def resolve_resource(path: str | os.PathLike[str]) -> Path:
 
 def load_image(source: ImageSource) -> NDArray[np.uint8]:
     """An ``(H, W, 4)`` uint8 RGBA array (row 0 = top) from a path, PIL image or array."""
-    from PIL import Image
+    try:
+        from PIL import Image
+    except ImportError as missing:
+        raise ImportError("loading sprite art needs pillow: install the arcade or levels "
+                          "extra, pip install 'ecs-engine[arcade]'") from missing
 
     if isinstance(source, np.ndarray):
         arr = source

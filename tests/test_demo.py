@@ -823,3 +823,44 @@ def test_rollback_resimulation_queues_no_extra_sounds(tmp_path: Path) -> None:
         runs.append((queued, game.state_hash()))
     assert runs[0] == runs[1]
     assert [k for k, _, _ in runs[0][0]].count("shoot") >= 2
+
+
+def test_shipped_input_scripts_load_by_name(tmp_path: Path) -> None:
+    """From an install, demo/scripts/win.json is deep in site-packages: the name works."""
+    assert load_script("win") == load_script(Path(__file__).parents[1] / "demo" / "scripts"
+                                             / "win.json")
+    (tmp_path / "win").write_text("[]")  # a file of that name is the file
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert load_script("win") == []
+    finally:
+        os.chdir(cwd)
+    with pytest.raises(ScriptError, match="nosuch"):
+        load_script("nosuch")
+
+
+def test_a_missing_level_path_is_named_as_a_path() -> None:
+    from ecs_engine.demo.game import resolve_level
+
+    with pytest.raises(KeyError, match="no such level folder or file: '/nonexistent'"):
+        resolve_level("/nonexistent")
+    with pytest.raises(KeyError, match="no shipped level 'nosuch'"):
+        resolve_level("nosuch")
+
+
+def test_without_arcade_the_demo_and_make_window_name_the_extra() -> None:
+    code = ("import sys; sys.modules['arcade'] = None\n"
+            "from ecs_engine.demo.__main__ import main\n"
+            "print('exit', main(['--headless', '--frames', '1']))\n"
+            "from ecs_engine.systems.render_gl import make_window\n"
+            "try:\n"
+            "    make_window(10, 10, 'x')\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "exit 2" in proc.stdout and "pip install 'ecs-engine[arcade]'" in proc.stderr
+    assert "rendering needs arcade: install the arcade extra" in proc.stdout

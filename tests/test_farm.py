@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ecs_engine.demo.farm import FarmConfig, farm, random_inputs
+from ecs_engine.demo.farm import FarmConfig, farm, random_inputs, start_state
 from ecs_engine.demo.game import INPUT_ACTIONS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,3 +91,18 @@ def test_cli(tmp_path: Path) -> None:
         [sys.executable, "-m", "ecs_engine.demo", "farm", "--level", str(tmp_path / "nope")],
         capture_output=True, text=True, timeout=300, cwd=REPO)
     assert bad.returncode == 2 and "error:" in bad.stderr
+
+
+def test_a_bad_level_is_named_as_given_not_as_its_scratch_copy(tmp_path: Path) -> None:
+    """The error named /tmp/ecs-farm-XXXX/level.lvl, a copy already deleted."""
+    import shutil
+
+    from ecs_engine.levels import LevelError, shipped_level
+
+    bad = tmp_path / "badjson"
+    shutil.copytree(shipped_level("tutorial"), bad)
+    (bad / "level.lvl").write_text('{"format": "ecs-level",\n oops')
+    with pytest.raises(LevelError) as info:
+        start_state(bad)
+    assert str(info.value).startswith(f"{bad}") and "ecs-farm-" not in str(info.value)
+    assert info.value.file.startswith(str(bad))
