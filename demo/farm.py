@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = farm(args.level, args.seeds, FarmConfig(args.frames, args.every),
                     backend=backend, workers=workers, address=args.ray or None,
                     start=args.start, batch_size=args.batch_size)
-    except (LevelError, SaveFileError, OSError, ValueError, KeyError) as exc:
+    except (LevelError, SaveFileError, OSError, ValueError, KeyError, ImportError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {message}", file=sys.stderr)
         return 2

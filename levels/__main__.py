@@ -257,7 +257,11 @@ def main(argv: list[str] | None = None) -> int:
             args.workers = args.ray_cpus or os.cpu_count() or 1
         if args.workers < 1 or args.ticks < 0:
             parser.error("--workers must be >= 1 and --ticks >= 0")
-        return _validate(args)
+        try:
+            return _validate(args)
+        except ImportError as exc:  # --ray without Ray: the message says what to install
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.command == "list":
         for name in shipped_levels():
             _say(f"{name:<16}{shipped_level(name)}")
@@ -272,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         return _inspect(args, *source)
     except LevelError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if "unknown prefab" in exc.detail and args.prefabs is None:
+            print("(a level of your own game's prefabs: name the function that makes them, "
+                  "--prefabs mygame.prefabs:make_prefabs)", file=sys.stderr)
         return 2
 
 

@@ -133,3 +133,27 @@ def test_inspect_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert err == "" and out.exists()
+
+
+def test_inspect_of_a_level_with_unknown_prefabs_points_at_prefabs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A game's own level failed with 'unknown prefab' and no word of --prefabs."""
+    import json
+    import shutil
+
+    level = tmp_path / "mine"
+    shutil.copytree(levels.shipped_level("tutorial"), level)
+    spec = json.loads((level / "level.lvl").read_text())
+    colour = next(iter(spec["sprite_colors"]))
+    spec["sprite_colors"][colour] = "my_own_walker"
+    (level / "level.lvl").write_text(json.dumps(spec))
+    assert main(["inspect", str(level), "--out", str(tmp_path / "p.png")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown prefab 'my_own_walker'" in err and "--prefabs" in err
+
+
+def test_validate_with_ray_missing_says_what_to_install(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert main(["validate", "tutorial", "--ray", "", "--ticks", "1"]) == 2
+    assert "pip install 'ecs-engine[cluster]'" in capsys.readouterr().err
