@@ -326,11 +326,19 @@ def _plan_instances(level: EditorLevel, names: Names, first_batch: int, entities
         params: dict[str, Any] = {"x": inst.x, "y": inst.y}
         if inst.size is not None and "w" in table and "h" in table:
             params["w"], params["h"] = inst.size
+        # The placement sets these: a field or property that also did would silently win.
+        placed = {(table[k].ctype, table[k].spec.name): k for k in params}
         pending: list[tuple[str, int | None, Hashable, str]] = []
         for fv in inst.fields:
             param = names.param(inst.name, prefab, fv.label, fv.where)
             if param is None or fv.value is None:
                 continue
+            owner = placed.get((param.ctype, param.spec.name))
+            if owner is not None:
+                raise LevelError(file, f"{inst.what} {inst.name!r}: {fv.label!r} would set "
+                                       f"{owner!r}, which the editor's placement sets (x, y "
+                                       f"from the position; w, h from the size)",
+                                 where=fv.where)
             label = _label_of(prefab, param)
             params[label] = _convert(file, fv, param, pending, label)
         rows.append((inst, prefab, params, pending))

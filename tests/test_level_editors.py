@@ -654,3 +654,18 @@ def test_rotated_tiled_objects_turn_about_their_origin(tmp_path: Path) -> None:
         # origin (8 + 8, 40) px; turned 90 degrees clockwise (y down) the centre offset
         # (16, 8) becomes (-8, 16): centre (8, 56) px -> world (0.5, 4 - 3.5)
         assert (q[Position]["x"][0], q[Position]["y"][0]) == (0.5, 0.5)
+
+
+@pytest.mark.parametrize("label", ["x", "Position.y"])
+def test_a_field_that_would_set_the_placed_position_is_refused(label: str) -> None:
+    """The placement sets x and y: an entity field mapped onto them (by name or by a names
+    entry) silently moved the entity away from where the editor drew it."""
+    world = World()
+    names = {**STRINGS_DROPPED, "walls": "wall", "first": "wall", "second": "wall",
+             "third_used_in_autoLayer": "wall", "IntGrid_8px_grid": "wall",
+             "Labels": None, "RectRegion": None, "CircleRegion": None,
+             "EntityFieldsTest.Float": label}
+    with pytest.raises(LevelError, match=r"'Float' would set '[xy]', which the editor's "
+                                         r"placement sets"):
+        load_level(world, ALL, registry(), names=names)
+    assert len(world) == 0
