@@ -285,9 +285,9 @@ class PrefabRegistry:
             if comp._batch not in (None, 1):
                 raise PrefabError(f"prefab {name!r}: instantiate takes single values; use "
                                   f"instantiate_batch for arrays")
-        steps = self._child_steps(prefab)  # checked before anything is spawned
+        steps = self.child_steps(prefab)  # checked before anything is spawned
         key = world.spawn(*comps)
-        self._spawn_children(world, steps, np.array([key], np.uint64))
+        self.spawn_children(world, steps, np.array([key], np.uint64))
         self._remember(world)
         return key
 
@@ -298,9 +298,9 @@ class PrefabRegistry:
         prefab = self[name]
         comps = prefab.build(params)
         _check_lengths(prefab, params, comps, count)
-        steps = self._child_steps(prefab)
+        steps = self.child_steps(prefab)
         keys = world.spawn_batch(*comps, count=count)
-        self._spawn_children(world, steps, keys)
+        self.spawn_children(world, steps, keys)
         self._remember(world)
         return keys
 
@@ -314,9 +314,11 @@ class PrefabRegistry:
         if getattr(world, "prefabs", None) is None:
             world.prefabs = self
 
-    def _child_steps(self, prefab: Prefab) -> list[tuple[int, int, list[ComponentBase]]]:
+    def child_steps(self, prefab: Prefab) -> list[tuple[int, int, list[ComponentBase]]]:
         """The subtree below ``prefab`` as spawn steps (index of the parent step, -1 for
-        the instances themselves; children per parent; their components), depth first.
+        the instances themselves; children per parent; their components), depth first:
+        checked before anything is spawned, then given to :meth:`spawn_children` (level
+        loaders use the pair for the prefabs they place).
         ``PrefabError`` for an unknown child prefab, bad params or a prefab that
         contains itself."""
         steps: list[tuple[int, int, list[ComponentBase]]] = []
@@ -339,7 +341,7 @@ class PrefabRegistry:
         return steps
 
     @staticmethod
-    def _spawn_children(world: World, steps: list[tuple[int, int, list[ComponentBase]]],
+    def spawn_children(world: World, steps: list[tuple[int, int, list[ComponentBase]]],
                         roots: np.ndarray) -> None:
         """One ``spawn_batch`` per step for every instance at once."""
         from ecs_engine.hierarchy import ChildOf  # hierarchy imports this module (PrefabOf)

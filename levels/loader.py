@@ -117,7 +117,7 @@ def child_steps(prefabs: PrefabRegistry, prefab: Prefab, file: Path,
     if not prefab.children:
         return ()
     try:
-        return tuple(prefabs._child_steps(prefab))
+        return tuple(prefabs.child_steps(prefab))
     except PrefabError as exc:
         raise LevelError(file, f"prefab {prefab.name!r}: its child prefabs: {exc}",
                          where=where) from exc
@@ -184,7 +184,7 @@ class LevelPlan:
                 for b in self.batches:
                     keys = next(made) if b.count else None
                     if b.children and keys is not None:
-                        PrefabRegistry._spawn_children(world, list(b.children), keys)
+                        PrefabRegistry.spawn_children(world, list(b.children), keys)
         except Exception as exc:
             raise LevelError(self.level.path, f"spawning failed: {exc}") from exc
         if not spawned:

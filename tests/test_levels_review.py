@@ -402,13 +402,13 @@ def test_child_prefabs_are_all_or_nothing_and_counted(
     # 1 tile + 2 gunners + 8 children = 11
     with pytest.raises(LevelError, match=r"11 entities .* 8 from their prefabs' child"):
         load_level(world, folder, gunner_registry(), max_entities=10)
-    real = PrefabRegistry._spawn_children
+    real = PrefabRegistry.spawn_children
 
     def fails_after(*args: Any) -> None:
         real(*args)
         raise RuntimeError("the engine refused")
 
-    monkeypatch.setattr(PrefabRegistry, "_spawn_children", staticmethod(fails_after))
+    monkeypatch.setattr(PrefabRegistry, "spawn_children", staticmethod(fails_after))
     with pytest.raises(LevelError, match="spawning failed"):
         load_level(world, folder, gunner_registry())
     assert world.state_hash() == before
