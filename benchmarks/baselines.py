@@ -72,7 +72,21 @@ class Baseline(Protocol):
     def spawn_motion(self, columns: list[list[float]]) -> None: ...
     def despawn(self, ids: list[Any]) -> None: ...
     def ids(self) -> list[Any]: ...
-    def motion(self, state: Any) -> tuple[int, list[float], list[float]]: ...
+    def motion(self, state: Any) -> Motion: ...
+
+
+Motion = tuple[int, list[float], list[float],
+               tuple[list[float], list[float], list[float], list[float]]]
+"""What ``fingerprint.sums`` takes: count, x and y of every position, then x, y, vx and vy
+of the entities that also have a velocity."""
+
+
+def _motion(pairs: list[tuple[Any, Any]]) -> Motion:
+    """``Motion`` of (position, velocity or None) objects with .x and .y."""
+    moving = [(p, v) for p, v in pairs if v is not None]
+    return (len(pairs), [p.x for p, _ in pairs], [p.y for p, _ in pairs],
+            ([p.x for p, _ in moving], [p.y for p, _ in moving],
+             [v.x for _, v in moving], [v.y for _, v in moving]))
 
 
 def _plan_columns(n: int, seed: int = 1) -> tuple[np.ndarray, ...]:
@@ -147,10 +161,11 @@ class EsperStore:
         self.esper.clear_cache()
 
     @staticmethod
-    def motion(state: tuple[Any, ...]) -> tuple[int, list[float], list[float]]:
-        """Count and positions of a state (the live one or a copy)."""
-        ps = [c[Position] for c in state[2].values() if Position in c]
-        return len(ps), [p.x for p in ps], [p.y for p in ps]
+    def motion(state: tuple[Any, ...]) -> Motion:
+        """Count and positions of a state (the live one or a copy), and positions and
+        velocities of the entities that have both (see ``fingerprint.sums``)."""
+        return _motion([(c[Position], c.get(Velocity)) for c in state[2].values()
+                        if Position in c])
 
 
 class TcodStore:
@@ -206,9 +221,9 @@ class TcodStore:
         self.registry = state
 
     @staticmethod
-    def motion(state: Any) -> tuple[int, list[float], list[float]]:
-        ps = [e.components[Position] for e in state.Q.all_of(components=[Position])]
-        return len(ps), [p.x for p in ps], [p.y for p in ps]
+    def motion(state: Any) -> Motion:
+        return _motion([(e.components[Position], e.components.get(Velocity))
+                        for e in state.Q.all_of(components=[Position])])
 
 
 class DictStore:
@@ -270,10 +285,14 @@ class DictStore:
         self.entities, self.next_id = state
 
     @staticmethod
-    def motion(state: tuple[dict[int, dict[str, dict[str, Any]]], int]
-               ) -> tuple[int, list[float], list[float]]:
-        ps = [c["Position"] for c in state[0].values() if "Position" in c]
-        return len(ps), [p["x"] for p in ps], [p["y"] for p in ps]
+    def motion(state: tuple[dict[int, dict[str, dict[str, Any]]], int]) -> Motion:
+        ps = [(c["Position"], c.get("Velocity")) for c in state[0].values()
+              if "Position" in c]
+        count = len(ps)
+        moving = [(p, v) for p, v in ps if v is not None]
+        return (count, [p["x"] for p, _ in ps], [p["y"] for p, _ in ps],
+                ([p["x"] for p, _ in moving], [p["y"] for p, _ in moving],
+                 [v["x"] for _, v in moving], [v["y"] for _, v in moving]))
 
     @staticmethod
     def comprehension_copy(state: tuple[dict[int, dict[str, dict[str, Any]]], int]

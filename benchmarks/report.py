@@ -376,7 +376,8 @@ def _churn(v: _View) -> str | None:
                         v.cell("churn", "churn_tick", b, n),
                         _x(_div(v.t("churn", "churn_tick", b, n), e)))])
     intro = ("One tick of despawning 1% of the entities at random and spawning as many "
-             "(same mix), in ms. `×`: contender time / engine time.")
+             "(same mix), in ms. `×`: contender time / engine time, each contender timed in "
+             "its own process and not fingerprinted: a rough guide, behind no target.")
     return _section("Spawn/despawn churn", intro, _table(heads, rows), v.notes("churn"))
 
 
@@ -664,9 +665,13 @@ def markdown(payload: dict[str, Any], outcomes: list[Outcome], charts: dict[str,
         "",
         "Medians of repeated runs after a warm-up, gc off while timing, every store changed "
         "between repetitions. The machine is shared, so absolute times are noisy: compare the "
-        "ratios: every ratio against a reference or a baseline comes from one process with "
-        "the contenders timed in alternating rounds, and every contender's final state is "
-        "fingerprinted (a fast wrong answer is reported as wrong, not as a win). "
+        "ratios: every target ratio against a reference or a baseline comes from one "
+        "process with the contenders timed in alternating rounds, and every contender's "
+        "final state is fingerprinted (a fast wrong answer is reported as wrong, not as a "
+        "win). Not so, and said where they appear: the churn and bulk-spawn tables' "
+        "baseline columns (each contender in its own process, unfingerprinted: a rough "
+        "guide, no target), 8a (each partition method timed alone) and 17b (a warm Ray "
+        "against a process pool started per call). "
         "Produced by `python -m benchmarks`; raw samples in the JSON next to this file.",
         "",
         "",

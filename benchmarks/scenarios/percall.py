@@ -73,12 +73,17 @@ def _esper(name: str) -> tuple[Any, list[int]]:
 
 def _engine_motion(world: World) -> tuple[Any, ...]:
     pos = world.store(Position).live()
-    return sums(len(pos), pos["x"], pos["y"])
+    with world.query(Position, Velocity, readonly=(Position, Velocity)) as q:
+        p, v = q[Position], q[Velocity]
+        return sums(len(pos), pos["x"], pos["y"], (p["x"], p["y"], v["x"], v["y"]))
 
 
 def _esper_motion(esper: Any) -> tuple[Any, ...]:
     pos = [p for _e, p in esper.get_component(P)]
-    return sums(len(pos), [p.x for p in pos], [p.y for p in pos])
+    moving = [(p, v) for _e, (p, v) in esper.get_components(P, V)]
+    return sums(len(pos), [p.x for p in pos], [p.y for p in pos],
+                ([p.x for p, _ in moving], [p.y for p, _ in moving],
+                 [v.x for _, v in moving], [v.y for _, v in moving]))
 
 
 def spawn_pair() -> dict[str, Op]:

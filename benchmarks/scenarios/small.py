@@ -226,20 +226,26 @@ def tcod_tick(registry: Any) -> None:
         registry.new_entity(comps)
 
 
+def _object_motion(pairs: list[tuple[Any, Any]]) -> tuple[Any, ...]:
+    """Every entity has both: positions, and each paired with its own velocity."""
+    xs, ys = [p.x for p, _ in pairs], [p.y for p, _ in pairs]
+    return sums(len(pairs), xs, ys, (xs, ys, [v.x for _, v in pairs], [v.y for _, v in pairs]))
+
+
 def tcod_motion(registry: Any) -> tuple[Any, ...]:
-    pos = [e.components[EPos] for e in registry.Q.all_of(components=[EPos])]
-    return sums(len(pos), [p.x for p in pos], [p.y for p in pos])
+    return _object_motion([(e.components[EPos], e.components[EVel])
+                           for e in registry.Q.all_of(components=[EPos])])
 
 
 def engine_motion(world: World) -> tuple[Any, ...]:
-    with world.query(SmallPos, readonly=(SmallPos,)) as q:
-        pos = q[SmallPos]
-        return sums(len(pos), pos["x"], pos["y"])
+    with world.query(SmallPos, SmallVel, readonly=(SmallPos, SmallVel)) as q:
+        pos, vel = q[SmallPos], q[SmallVel]
+        return sums(len(pos), pos["x"], pos["y"], (pos["x"], pos["y"], vel["x"], vel["y"]))
 
 
 def esper_motion(esper: Any) -> tuple[Any, ...]:
-    pos = [p for _e, p in esper.get_component(EPos)]
-    return sums(len(pos), [p.x for p in pos], [p.y for p in pos])
+    return _object_motion([(p, esper.component_for_entity(e, EVel))
+                           for e, p in esper.get_component(EPos)])
 
 
 def job(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:

@@ -50,7 +50,8 @@ def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
         return pos, vel
 
     ops = {"engine": Op(spawn, fresh, fingerprint=lambda _: world_motion(state["world"])),
-           "numpy": Op(fill, fingerprint=lambda r: sums(len(r[0]), r[0]["x"], r[0]["y"]))}
+           "numpy": Op(fill, fingerprint=lambda r: sums(len(r[0]), r[0]["x"], r[0]["y"], (
+               r[0]["x"], r[0]["y"], r[1]["x"], r[1]["y"])))}
     names = {"engine": ("spawn_batch", "", "engine"), "numpy": ("spawn_batch", "", "numpy")}
     return timed_records(NAME, n, ops, timing, names)
 

@@ -65,7 +65,8 @@ def _plain(world: World) -> Op:
     def run() -> None:
         flat_pos[...] += flat_vel * DT
 
-    return Op(run, fingerprint=lambda _: sums(len(pos), pos["x"], pos["y"]))
+    return Op(run, fingerprint=lambda _: sums(len(pos), pos["x"], pos["y"], (
+        pos["x"], pos["y"], vel["x"], vel["y"])))
 
 
 def _plain_fields(world: World) -> Op:
@@ -76,7 +77,8 @@ def _plain_fields(world: World) -> Op:
         pos["x"] += vel["x"] * DT
         pos["y"] += vel["y"] * DT
 
-    return Op(run, fingerprint=lambda _: sums(len(pos), pos["x"], pos["y"]))
+    return Op(run, fingerprint=lambda _: sums(len(pos), pos["x"], pos["y"], (
+        pos["x"], pos["y"], vel["x"], vel["y"])))
 
 
 def _soa(world: World) -> Op:
@@ -89,7 +91,7 @@ def _soa(world: World) -> Op:
         np.add(x, vx * DT, out=x)
         np.add(y, vy * DT, out=y)
 
-    return Op(run, fingerprint=lambda _: sums(len(x), x, y))
+    return Op(run, fingerprint=lambda _: sums(len(x), x, y, (x, y, vx, vy)))
 
 
 def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:

@@ -70,9 +70,11 @@ def build(n: int, variant: str, grouping: tuple[type, ...], auto_group: bool = F
 
 
 def fall_speed(world: World) -> tuple[Any, ...]:
-    with world.query(Velocity, readonly=(Velocity,)) as q:
-        vel = q[Velocity]
-        return sums(len(vel), vel["x"], vel["y"])
+    """Velocities, each paired with its body's x (which gravity leaves alone): falling
+    speed on the wrong bodies (the same count) changes the paired sum."""
+    with world.query(Velocity, Position, readonly=(Velocity, Position)) as q:
+        vel, pos = q[Velocity], q[Position]
+        return sums(len(vel), vel["x"], vel["y"], (vel["x"], vel["y"], pos["x"], pos["x"]))
 
 
 def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
