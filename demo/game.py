@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import xxhash
 
 from ecs_engine import History, PrefabRegistry, SaveFileError, Snapshot, SyncTest, World
 from ecs_engine.components import (
@@ -141,6 +142,16 @@ def resolve_level(level: str | os.PathLike[str]) -> Path:
         if len(path.parts) > 1 or path.suffix:  # meant as a path, not a shipped name
             raise KeyError(f"no such level folder or file: {str(level)!r}") from None
         raise
+
+
+def level_geometry(world: World) -> str:
+    """The level's static geometry as an xxh3 digest (hex): every solid's position and
+    size, in load order. A save of this level carries it, so loading one of another
+    level's version, or of a world this game did not make, is refused."""
+    with world.query(Solid, Position, Collider, readonly=(Solid, Position, Collider)) as q:
+        digest = xxhash.xxh3_64(q[Position].tobytes())
+        digest.update(q[Collider].tobytes())
+    return digest.hexdigest()
 
 
 def fall_out(world: World, dt: float) -> None:
@@ -333,6 +344,7 @@ class Game:
         res["input"] = dict.fromkeys(INPUT_ACTIONS, False)
         res["level_size"] = [int(w), int(h)]
         res["level"] = self.summary.name  # a save file knows which level it belongs to
+        res["level_geometry"] = level_geometry(self.world)  # ... and which version of it
         add_platformer_systems(self.world)  # (with follow_parents, before camera_follow)
         self.world.add_system(fall_out, before=follow_parents)
         attach_bounties(self.world)
@@ -585,6 +597,12 @@ class Game:
                 # look like a corrupt game: refuse, keep playing.
                 self.message = (f"load failed: {target} is a save of level {level!r}, "
                                 f"not {self.summary.name!r}")
+                return False
+            if snap.resources.get("level_geometry") != \
+                    self.world.resources.get("level_geometry"):
+                self.message = (f"load failed: {target} was not saved in this level "
+                                f"{self.summary.name!r} (another version of it, or a save "
+                                f"this game did not make)")
                 return False
             # world.load re-derives prefab-owned fields from the current prefabs, so a
             # re-balanced prefab reaches old saves (the file was just checked above).

@@ -30,10 +30,11 @@ from ecs_engine.components import (
     Position,
     Solid,
     Sprite,
+    Velocity,
     stock_prefabs,
 )
 from ecs_engine.demo import Game, state_hash
-from ecs_engine.demo.game import DT, MAX_TICKS_PER_FRAME, default_zoom
+from ecs_engine.demo.game import DT, MAX_TICKS_PER_FRAME, default_zoom, level_geometry
 from ecs_engine.demo.headless import ScriptError, load_script, parse_script, run_headless
 from ecs_engine.systems import static_grid
 from ecs_engine.systems.render_gl import read_pixels
@@ -864,3 +865,24 @@ def test_without_arcade_the_demo_and_make_window_name_the_extra() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "exit 2" in proc.stdout and "pip install 'ecs-engine[arcade]'" in proc.stderr
     assert "rendering needs arcade: install the arcade extra" in proc.stdout
+
+
+def test_a_save_not_made_in_this_level_is_refused(game: Game, tmp_path: Path) -> None:
+    """A save claiming level "Demo" that another world made (or one of an edited Demo)
+    loaded and wiped the level: only the name was checked."""
+    play(game, 10)
+    foreign = World(seed=1)
+    foreign.spawn_batch(Position(x=[1.0, 2.0]), Velocity(x=1.0))
+    foreign.resources["level"] = game.summary.name
+    foreign.save(tmp_path / "foreign.sav")
+    edited = Game(seed=1, save_dir=tmp_path / "edited")
+    with edited.world.query(Solid, readonly=(Solid,)) as q:
+        first_solid = int(q.entities[0])
+    edited.world.get(first_solid, Collider)["w"] += 1.0  # another version of the level
+    edited.world.resources["level_geometry"] = level_geometry(edited.world)
+    edited.world.save(tmp_path / "edited.sav")
+    before = game.state_hash()
+    for name in ("foreign", "edited"):
+        assert not game.load_file(tmp_path / f"{name}.sav")
+        assert "was not saved in this level 'Demo'" in game.message
+        assert game.state_hash() == before
