@@ -163,7 +163,7 @@ def demo() -> LevelSource:
             paint(geo, GROUND, slice(top + 1, h), col)
     # Boundary walls and an obstacle wall.
     paint(geo, STONE, slice(0, 34), 0)
-    paint(geo, STONE, slice(0, 29), w - 1)
+    paint(geo, STONE, slice(0, 34), w - 1)  # down to the ground: no way out past the flag
     paint(geo, STONE, slice(29, 34), slice(74, 76))  # 5 tall: a running jump clears it
     paint(geo, STONE, slice(10, 13), slice(20, 50))  # a ceiling ledge
     # Floating brick platforms: (row, first col, last col + 1).

@@ -886,3 +886,30 @@ def test_a_save_not_made_in_this_level_is_refused(game: Game, tmp_path: Path) ->
         assert not game.load_file(tmp_path / f"{name}.sav")
         assert "was not saved in this level 'Demo'" in game.message
         assert game.state_hash() == before
+
+
+def test_the_player_cannot_leave_the_demo_level_past_the_flag() -> None:
+    """The right wall stopped 5 units above the ground: a jump over the flag walked out of
+    the level, fell, and respawned at the start, never winning."""
+    for start_x in (111.0, 112.0):
+        game = Game(seed=0)
+        with game.world.query(Player, readonly=(Player,)) as q:
+            player = int(q.entities[0])
+        game.world.get(player, Position)["x"] = start_x
+        game.world.get(player, Position)["y"] = 6.9
+        game.press("right")
+        game.press("jump")
+        for _ in range(240):
+            game.tick()
+        game.release("right")
+        game.release("jump")
+        for _ in range(60):  # land
+            game.tick()
+        where = game.player_position()
+        assert where is not None and 117.0 < where[0] < 120.0  # past the flag, at the wall
+        game.press("left")
+        for _ in range(120):
+            game.tick()
+            if game.outcome:
+                break
+        assert game.outcome == "won"
