@@ -182,7 +182,10 @@ def _hits(shots: tuple[np.ndarray, ...], owners: np.ndarray, h: Query) -> np.nda
 
 def projectile_hits(world: World, dt: float) -> None:
     """Projectiles stop at walls (collision zeroed their speed) and damage what they hit
-    (never their owner); entities at 0 hp despawn, the player respawns."""
+    (never their owner); entities at 0 hp despawn. A player takes a shot as it takes an
+    enemy's touch: not while invulnerable (the shot is spent), then invulnerable for
+    :data:`INVULNERABLE_AFTER_HIT`, knocked up, a ``hurt`` event (others: ``hit``)."""
+    knocked = np.zeros(0, np.uint64)
     with world.query(Projectile, Position, Collider, Velocity,
                      readonly=(Projectile, Position, Collider, Velocity)) as p:
         if len(p) == 0:
@@ -200,11 +203,28 @@ def projectile_hits(world: World, dt: float) -> None:
                 # One target per projectile: the first it overlaps.
                 first = np.argmax(hits, axis=1)
                 hit_any = hits.any(axis=1)
-                damage = p[Projectile]["damage"]
-                np.subtract.at(h[Health]["hp"], first[hit_any], damage[hit_any])
-                emit(world, "hit", h[Position]["x"][first[hit_any]],
-                     h[Position]["y"][first[hit_any]])
+                target = first[hit_any]
+                damage = p[Projectile]["damage"][hit_any].astype(np.int64)
+                health = h[Health]
+                player = world.store(Player).rows_of(key_slots(h.entities[target])) >= 0
+                # A player already invulnerable takes no damage; one hit this tick is
+                # invulnerable to the tick's other shots (they hit in projectile order).
+                shielded = player & (health["invulnerable"][target] != 0)
+                _, first_shot = np.unique(target, return_index=True)
+                again = np.ones(len(target), np.bool_)
+                again[first_shot] = False
+                shielded |= player & again
+                damage[shielded] = 0
+                np.subtract.at(health["hp"], target, damage.astype(health.dtype["hp"]))
+                hurt = player & ~shielded
+                health["invulnerable"][target[hurt]] = INVULNERABLE_AFTER_HIT
+                x, y = h[Position]["x"][target], h[Position]["y"][target]
+                emit(world, "hit", x[~player], y[~player])
+                emit(world, "hurt", x[hurt], y[hurt])
+                knocked = h.entities[target[hurt]].copy()
         done = p.entities[hit_any | stopped].copy()
+    if len(knocked):  # knocked up, as by an enemy's touch
+        world.set_batch(knocked, Velocity, {"y": 12.0})
     if len(done):
         world.despawn_batch(done)
     _handle_deaths(world)

@@ -283,3 +283,36 @@ def test_body_spawned_sunk_into_the_floor_is_pushed_out() -> None:
     run(world, [gravity, collide], 30)
     assert abs(float(world.get(tall, Position)["y"]) - 3.8) < 0.01
     assert world.get(tall, Grounded)["on_ground"]
+
+
+def test_a_shot_hurts_the_player_as_an_enemy_touch_does() -> None:
+    """Turret shots ignored the player's invulnerability (a hit every 1.5 s, invulnerable
+    0 each time) and sent 'hit': no hurt sound, blink or knock-up."""
+    from ecs_engine.components import Health, Projectile, stock_prefabs
+    from ecs_engine.systems import add_platformer_systems, events
+    from ecs_engine.systems.gameplay import INVULNERABLE_AFTER_HIT
+
+    world = World(seed=1)
+    prefabs = stock_prefabs()
+    prefabs.instantiate(world, "grass", x=10, y=0.5, w=20, h=1)
+    hero = prefabs.instantiate(world, "player", x=5, y=2)
+    turret = world.spawn(Position(x=30, y=30))
+    add_platformer_systems(world)
+    for _ in range(10):  # land
+        world.step(1 / 60)
+    hp = int(world.get(hero, Health)["hp"])
+    seen: list[str] = []
+    for _tick in range(20):  # a shot into the player every tick, two at once on the first
+        at = world.get(hero, Position)
+        for _ in range(2 if _tick == 0 else 1):
+            shot = prefabs.instantiate(world, "projectile", x=float(at["x"]), y=float(at["y"]))
+            world.get(shot, Projectile)["owner"] = turret
+        world.step(1 / 60)
+        seen += [kind for kind, _x, _y in events(world)]
+        if _tick == 0:
+            # (touch_damage, later in the tick, already counted it down by one dt)
+            assert world.get(hero, Health)["invulnerable"] == pytest.approx(
+                INVULNERABLE_AFTER_HIT - 1 / 60)
+            assert world.get(hero, Velocity)["y"] > 0  # knocked up
+    assert int(world.get(hero, Health)["hp"]) == hp - 1  # one hit in 20 ticks (< 1 s)
+    assert seen.count("hurt") == 1 and "hit" not in seen
