@@ -388,6 +388,10 @@ class Game:
         """Stop holding an action (releasing a trigger action does nothing)."""
         if action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}; actions are {list(ACTIONS)}")
+        if action == "rewind" and action in self.held:
+            self._accumulator = 0.0  # play resumes from now: no backlog either way
+            if self._message.startswith("rewinding"):
+                self.message = ""  # (it said where the rewind was, not where play is)
         self.held.discard(action)
 
     def trigger(self, action: str) -> None:
@@ -490,14 +494,22 @@ class Game:
             self.tick()
 
     def advance(self, seconds: float) -> int:
-        """One real-time frame of ``seconds``: while rewinding, step back one snapshot;
-        else run the ticks real time owes (fixed ``DT``). Returns ticks run."""
+        """One real-time frame of ``seconds``: run the ticks real time owes (fixed ``DT``),
+        or while rewinding step back as many (so a second held rewinds a second of play
+        at any frame rate). Returns ticks run."""
         self.elapsed += max(0.0, seconds)
-        if self.rewinding:
-            self._accumulator = 0.0
-            self.rewind_step()
-            return 0
         self._accumulator += max(0.0, seconds)
+        if self.rewinding:
+            steps = 0
+            while self._accumulator >= DT and steps < MAX_TICKS_PER_FRAME:
+                if not self.rewind_step():
+                    self._accumulator = 0.0  # at the oldest state: owe nothing
+                    break
+                self._accumulator -= DT
+                steps += 1
+            if steps == MAX_TICKS_PER_FRAME:
+                self._accumulator = min(self._accumulator, DT)
+            return 0
         ticks = 0
         while self._accumulator >= DT and ticks < MAX_TICKS_PER_FRAME:
             if not self.tick():

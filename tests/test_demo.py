@@ -913,3 +913,24 @@ def test_the_player_cannot_leave_the_demo_level_past_the_flag() -> None:
             if game.outcome:
                 break
         assert game.outcome == "won"
+
+
+@pytest.mark.parametrize("fps", [30, 60, 144])
+def test_a_held_rewind_goes_back_at_real_time_at_any_frame_rate(fps: int) -> None:
+    """Rewind stepped one tick per drawn frame: a second held went back 0.5 s at 30 fps
+    and 2.4 s at 144 fps. And its message stayed up after R was let go."""
+    game = Game(seed=0)
+    game.press("right")
+    for _ in range(120):
+        game.advance(1 / 60)
+    assert game.world.tick == 120
+    game.press("rewind")
+    for _ in range(fps):  # one second held
+        game.advance(1 / fps)
+    assert abs(game.world.tick - 60) <= 1  # (fps sums of 1/fps are not exactly 1.0)
+    assert game.visible_message.startswith("rewinding")
+    game.release("rewind")
+    assert game.visible_message == ""
+    before = game.world.tick
+    game.advance(1 / fps)  # play resumes with no backlog from the rewind
+    assert game.world.tick - before == {30: 2, 60: 1, 144: 0}[fps]
