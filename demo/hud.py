@@ -92,6 +92,15 @@ def _texture(name: str, image: np.ndarray) -> arcade.Texture:
     return arcade.Texture(Image.fromarray(image), hash=f"ecs-demo-hud-{name}")
 
 
+def fit_line(text: str, chars: int) -> str:
+    """``text`` in at most ``chars`` characters: a long one keeps its start (what
+    happened) and its end (the detail), with an ellipsis between."""
+    if len(text) <= chars:
+        return text
+    head = (chars - 1) * 2 // 3
+    return text[:head] + "…" + text[len(text) - (chars - 1 - head):]
+
+
 class Hud:
     """Everything drawn over the level for a window of ``width`` x ``height`` pixels; the
     font and icons scale with the height.
@@ -123,6 +132,8 @@ class Hud:
                                  batch=self._batch, bold=True)
         self._message = arcade.Text("", width / 2, top - self._icon - self._line, MESSAGE_RGBA,
                                     self.font_size * 1.1, anchor_x="center", batch=self._batch)
+        # characters that fit across ~80% of the window (an average glyph ~0.6 em wide)
+        self._message_chars = max(20, int(width * 0.8 / (self.font_size * 1.1 * 0.6)))
         self._status = [
             arcade.Text("", width - self._pad, top - self.font_size - i * self._line,
                         TEXT_RGBA, self.font_size, anchor_x="right", batch=self._engine_batch)
@@ -180,7 +191,7 @@ class Hud:
             self._ammo.x = self._coins.x + self._coins.content_width + self._pad * 3 + self._icon
         message = game.visible_message
         self._show_message = bool(message)
-        self._set(self._message, message)
+        self._set(self._message, fit_line(message, self._message_chars))
         if self.engine:
             for text, line in zip(self._status, hud_lines(game, fps, quads), strict=True):
                 self._set(text, line)

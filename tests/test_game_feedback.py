@@ -156,3 +156,13 @@ def test_a_player_at_zero_hp_is_down_once_and_stays_put() -> None:
     assert float(world.get(player, Position)["x"]) == x
     assert float(world.get(player, Velocity)["x"]) == 0.0
     assert np.isclose(float(world.get(player, Health)["hp"]), 0)
+
+
+def test_a_long_message_is_shortened_to_fit_the_screen() -> None:
+    """A load failure naming a long path ran off both sides of the window."""
+    from ecs_engine.demo.hud import fit_line
+
+    text = "load failed: /tmp/a/very/long/path/slot3.sav: truncated: the file ends early"
+    short = fit_line(text, 40)
+    assert len(short) == 40 and short.startswith("load failed: ") and short.endswith("early")
+    assert "…" in short and fit_line("saved slot 1", 40) == "saved slot 1"
