@@ -39,6 +39,7 @@ HEART_RGBA = (255, 105, 180, 255)
 TURRET_RGBA = (120, 120, 130, 255)
 PROJECTILE_RGBA = (255, 140, 0, 255)
 FLAG_RGBA = (40, 200, 90, 255)
+AMMO_RGBA = (60, 140, 255, 255)
 TILE_RGBA = {"ground": (139, 90, 43, 255), "grass": (60, 160, 60, 255),
              "brick": (170, 70, 50, 255), "stone": (110, 110, 120, 255)}
 
@@ -68,6 +69,9 @@ def stock_prefabs() -> PrefabRegistry:
     reg.register("heart", Position(), Collider(w=0.6, h=0.6), Pickup(kind=0, amount=1),
                  Color(rgba=HEART_RGBA), Sprite(sheet=sheet_index("heart")), Layer(z=1),
                  aliases=("health",))
+    reg.register("ammo", Position(), Collider(w=0.6, h=0.6), Pickup(kind=1, amount=10),
+                 Color(rgba=AMMO_RGBA), Sprite(sheet=sheet_index("ammo")), Layer(z=1),
+                 aliases=("ammo_pack",))
     reg.register("turret", Position(), Collider(w=1.0, h=1.0), Solid(), Spawner(),
                  Color(rgba=TURRET_RGBA), Sprite(sheet=sheet_index("turret")), Layer(z=1),
                  aliases=("spawner",))

@@ -18,7 +18,7 @@ __all__ = ["FRAME_FALL", "FRAME_IDLE", "FRAME_JUMP", "FRAME_WALK", "SHEETS", "Co
 
 # The stock sprite sheets, by index. Append only: saves store the index.
 SHEETS = ("ground", "grass", "brick", "stone", "player", "enemy", "coin", "heart", "turret",
-          "projectile", "flag", "sparkle", "burst")
+          "projectile", "flag", "sparkle", "burst", "ammo")
 FRAME_IDLE, FRAME_JUMP, FRAME_FALL, FRAME_WALK = 0, 1, 2, 3
 
 

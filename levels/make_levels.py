@@ -35,6 +35,7 @@ COIN = "#ffd200"
 HEART = "#ff69b4"
 TURRET = "#787882"
 FLAG = "#28c85a"
+AMMO = "#3c8cff"
 SKY = "#87ceeb"
 
 RGBAImage = NDArray[np.uint8]
@@ -192,6 +193,8 @@ def demo() -> LevelSource:
     for x, y in coins:
         put_sprite(spr, k, x, y, COIN)
     put_sprite(spr, k, 89.0, top_of(17) + 1.2, HEART)
+    for x, row in ((21.0, 24), (56.0, 33), (80.5, 23)):  # ammo on the way (10 shots each)
+        put_sprite(spr, k, x, top_of(row) + 1.0, AMMO)
     put_sprite(spr, k, 110.5, top_of(20) + 0.6, TURRET)
     put_sprite(spr, k, 116.0, top_of(34) + 0.88, FLAG)  # the goal, planted in the grass
 
@@ -209,7 +212,7 @@ def demo() -> LevelSource:
         {GROUND: "ground", GRASS: "grass", BRICK: {"prefab": "brick"}, STONE: "stone"},
         {PLAYER: "player", ENEMY: {"prefab": "enemy", "params": {"speed": 3.0}},
          COIN: "coin", HEART: "heart", TURRET: {"prefab": "turret", "params": {"dir": -1}},
-         FLAG: "flag"},
+         FLAG: "flag", AMMO: "ammo"},
         description="The demo platformer: pits, platforms, walls, enemies, coins; reach the "
                     "flag at the far right.")
     return LevelSource("demo", doc, {"geometry/layer1.png": geo, "sprites/layer1.png": spr,

@@ -89,6 +89,7 @@ def stock_art() -> dict[str, SheetArt]:
                                 _IMG + "enemies/slimeBlue_move.png"), height=0.8, bottom=True),
         "coin": SheetArt(_IMG + "items/coinGold.png", height=0.75),
         "heart": SheetArt(heart_image(), height=0.75),
+        "ammo": SheetArt(_IMG + "items/gemBlue.png", height=0.7),
         "turret": SheetArt(_IMG + "tiles/boxCrate_double.png", crop=False),
         "projectile": SheetArt(_IMG + "space_shooter/laserRed01.png", height=0.22, rotate=1),
         "flag": SheetArt(_IMG + "items/flagGreen1.png",

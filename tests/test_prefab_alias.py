@@ -47,7 +47,8 @@ def test_unknown_prefab_lists_aliases_and_suggests_the_closest() -> None:
     with pytest.raises(PrefabError) as info:
         reg["zzzzzz"]
     assert "did you mean" not in str(info.value)
-    assert "known prefabs are brick (aliases: brick1, brick_tile), coin" in str(info.value)
+    assert ("known prefabs are ammo (aliases: ammo_pack), brick (aliases: brick1, brick_tile), "
+            "coin") in str(info.value)
 
 
 def thesis_figure_level(folder: Path) -> Path:

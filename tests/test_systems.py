@@ -316,3 +316,23 @@ def test_a_shot_hurts_the_player_as_an_enemy_touch_does() -> None:
             assert world.get(hero, Velocity)["y"] > 0  # knocked up
     assert int(world.get(hero, Health)["hp"]) == hp - 1  # one hit in 20 ticks (< 1 s)
     assert seen.count("hurt") == 1 and "hit" not in seen
+
+
+def test_the_stock_ammo_pickup_refills_shots_and_the_demo_level_has_some() -> None:
+    """The pickup code handled ammo but no prefab or level had any: the 20 starting shots
+    ran out a third of the way through the demo level."""
+    from ecs_engine.components import Ammo, stock_prefabs
+    from ecs_engine.demo import Game
+    from ecs_engine.systems import add_platformer_systems, events
+
+    world = World(seed=1)
+    prefabs = stock_prefabs()
+    prefabs.instantiate(world, "grass", x=10, y=0.5, w=20, h=1)
+    hero = prefabs.instantiate(world, "player", x=5, y=2)
+    prefabs.instantiate(world, "ammo", x=5, y=2)
+    add_platformer_systems(world)
+    before = int(world.get(hero, Ammo)["count"])
+    world.step(1 / 60)
+    assert int(world.get(hero, Ammo)["count"]) == before + 10
+    assert [kind for kind, _x, _y in events(world)] == ["ammo"]
+    assert Game(seed=0).summary.entity_counts.get("ammo", 0) == 3
