@@ -72,7 +72,8 @@ class Pickup:
 
 @component
 class Health:
-    """Hit points; the entity despawns at 0 (the player respawns instead)."""
+    """Hit points; the entity despawns at 0 (a player stays, down: the game decides what
+    follows; the demo shows game over)."""
 
     hp: np.int16 = 3
     max_hp: np.int16 = field(default=3, label="max_hp", prefab=True)
