@@ -62,6 +62,7 @@ def test_every_scenario_produces_records(quick_run: tuple) -> None:
                    ("hierarchy", "instantiate", "spawn_batch"),
                    ("hierarchy", "despawn_subtree", "engine"),
                    ("hierarchy", "despawn_subtree", "despawn_batch"),
+                   ("hierarchy", "despawn_subtree", "despawn_batch, no links"),
                    ("partition", "level", "thesis"), ("partition", "map", "exact")]:
         assert needed in ops, needed
 
@@ -160,12 +161,14 @@ def synthetic(**scale: float) -> list[dict[str, Any]]:
              r("savefile", "load_file", "fromfile", M, 1.0, "churn")]
     hist = record("history", "memory", "engine", 110_000, variant="stock",
                   nbytes=int(100e6 * scale.get("history", 1.0)), colliders=100_000,
-                  movers=10_000, snapshots=600, ideal_bytes=int(100e6))
+                  movers=10_000, snapshots=600, ideal_bytes=int(100e6),
+                  changed_bytes=80_000, strict_ideal_bytes=int(80e6))
     recs.append(hist)
     recs += [r("hierarchy", "instantiate", "engine", K, 2.0, "3 refs"),
              r("hierarchy", "instantiate", "spawn_batch", K, 1.0, "3 refs"),
              r("hierarchy", "despawn_subtree", "engine", K, 2.0),
-             r("hierarchy", "despawn_subtree", "despawn_batch", K, 1.0)]
+             r("hierarchy", "despawn_subtree", "despawn_batch", K, 1.0),
+             r("hierarchy", "despawn_subtree", "despawn_batch, no links", K, 1.0)]
     cells = 4096 * 4096
     recs += [r("partition", "level", "greedy", cells, 1.0),
              r("partition", "level", "thesis", cells, 60.0),
@@ -222,7 +225,7 @@ def test_scaleout_targets_fail_when_slow_or_unverified() -> None:
 
 def test_check_passes_when_every_ratio_is_met() -> None:
     outcomes = evaluate(synthetic())
-    informative = ("5c", "1c", "1e", "10e", "11b", "11g", "12f", "13b", "14")
+    informative = ("5c", "1c", "1e", "7b", "10e", "11b", "11g", "12f", "13b", "13h-c", "14")
     assert {o.status for o in outcomes if o.id not in informative} == {PASS}
     assert {o.id: o for o in outcomes}["14"].status == INFO
     assert {o.id: o for o in outcomes}["10e"].status == INFO

@@ -110,6 +110,11 @@ def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
         clear("spawned")
         held[key] = _tree(world, size)
 
+    def plain() -> None:  # as many entities with no parent links: what a batch costs
+        clear("inst")
+        clear("spawned")
+        held["plain"] = world.spawn_batch(Position(), count=size)
+
     ops = {
         "instantiate": Op(instantiate, lambda: clear("inst"),
                           fingerprint=lambda keys: _refs_fingerprint(keys, _rows_of(world,
@@ -123,11 +128,15 @@ def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
         "despawn_batch": Op(lambda: world.despawn_batch(held["flat"]), lambda: tree("flat"),
                             fingerprint=lambda _: (len(world), world.count(ChildOf)),
                             expect=lambda: (base, 0)),
+        "despawn_plain": Op(lambda: world.despawn_batch(held["plain"]), plain,
+                            fingerprint=lambda _: (len(world), world.count(ChildOf)),
+                            expect=lambda: (base, 0)),
     }
     names = {"instantiate": ("instantiate", "3 refs", "engine"),
              "spawn_batch": ("instantiate", "3 refs", "spawn_batch"),
              "despawn": ("despawn_subtree", "", "engine"),
-             "despawn_batch": ("despawn_subtree", "", "despawn_batch")}
+             "despawn_batch": ("despawn_subtree", "", "despawn_batch"),
+             "despawn_plain": ("despawn_subtree", "", "despawn_batch, no links")}
     return timed_records(NAME, n, ops, timing, names)
 
 

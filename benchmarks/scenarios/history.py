@@ -99,10 +99,15 @@ def engine(n: int, params: dict[str, Any], timing: Timing) -> list[Record]:
     full = history.latest.nbytes if history.latest is not None else 0
     static_bytes = full - movers_bytes
     ideal = snapshots * movers_bytes + static_bytes
+    # A stricter ideal: the first snapshot whole, then only the bytes each tick changes
+    # (the movers' Position rows; _move writes nothing else).
+    changed_bytes = len(mover_keys) * world.store(Position).schema.dtype.itemsize
+    strict_ideal = first_bytes + (snapshots - 1) * changed_bytes
     return [
         record(NAME, "memory", "engine", n, variant=variant, nbytes=history.nbytes,
                colliders=colliders, movers=movers, snapshots=snapshots,
                movers_bytes=movers_bytes, static_bytes=static_bytes, ideal_bytes=ideal,
+               changed_bytes=changed_bytes, strict_ideal_bytes=strict_ideal,
                first_snapshot_bytes=first_bytes,
                per_snapshot_bytes=round((history.nbytes - first_bytes) / max(1, snapshots - 1)),
                ratio_to_ideal=round(history.nbytes / ideal, 3)),
