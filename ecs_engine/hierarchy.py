@@ -133,11 +133,16 @@ def index(world: World) -> HierarchyIndex | None:
 
 
 def unique_in_order(keys: np.ndarray) -> np.ndarray:
-    """``keys`` without repeats, first occurrences kept in order."""
-    _, first = np.unique(keys, return_index=True)
-    if len(first) == len(keys):
+    """Live ``keys`` without repeats, first occurrences kept in order. Live keys are one
+    per slot, so the first position of each slot tells (no sort: linear in the keys)."""
+    if len(keys) < 2:
         return keys
-    return keys[np.sort(first)]
+    slots = key_slots(keys)
+    positions = np.arange(len(keys))
+    first = np.full(int(slots.max()) + 1, len(keys), np.int64)
+    np.minimum.at(first, slots, positions)
+    keep = first[slots] == positions
+    return keys if keep.all() else keys[keep]
 
 
 def with_descendants(world: World, keys: np.ndarray) -> np.ndarray:
@@ -160,6 +165,8 @@ def with_descendants(world: World, keys: np.ndarray) -> np.ndarray:
     below = idx.descendants(keys)
     if len(below) == 0:
         return keys
+    if len(keys) == 1:  # one root's descendants: each once, never the root (no cycles)
+        return np.concatenate([keys, below])
     return unique_in_order(np.concatenate([keys, below]))
 
 

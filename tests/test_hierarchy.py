@@ -397,3 +397,20 @@ def test_removing_a_missing_parent_link_inside_a_block_fails_at_the_flush() -> N
         world.set_parent(a, b)
         world.remove(a, ChildOf)
     assert world.parent(a) == NULL and len(world) == 2
+
+
+def test_despawn_batch_of_nested_keys_despawns_each_subtree_once() -> None:
+    """Keys whose subtrees overlap (a parent and its own child, listed twice, in any
+    order) leave nothing behind and free every slot once."""
+    from ecs_engine.hierarchy import unique_in_order
+
+    world = World()
+    t = tree(world)
+    other = world.spawn(Pos(x=9))
+    world.despawn_batch(np.array([t["a1"], t["root"], t["a"], t["a1"]], np.uint64)
+                        [[0, 1, 2]])
+    assert len(world) == 1 and world.is_alive(other)
+    fresh = [world.spawn(Pos()) for _ in range(6)]
+    assert len(set(fresh)) == 6 and len(world) == 7
+    keys = np.array(fresh + fresh[::-1] + [fresh[2]], np.uint64)
+    assert unique_in_order(keys).tolist() == fresh
