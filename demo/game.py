@@ -585,6 +585,9 @@ class Game:
     def save_file(self, path: str | os.PathLike[str] | None = None) -> bool:
         """Write the world to a save file (atomic); False and a message on failure."""
         target = Path(path) if path is not None else self.save_path()
+        if target.parent.exists() and not target.parent.is_dir():
+            self.message = f"save failed: {target.parent} is a file, not a folder for saves"
+            return False
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             start = self._clock()

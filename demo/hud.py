@@ -77,7 +77,8 @@ def end_lines(game: Game) -> tuple[str, str, str] | None:
         return None
     status = game.player_status()
     coins = f"coins {status.coins if status else 0} / {game.total_coins}"
-    keys = f"Enter: play again   F9: load slot {game.slot}   hold R: rewind"
+    load = f"F9: load slot {game.slot}   " if game.slot in game.slots else ""
+    keys = f"Enter: play again   {load}hold R: rewind"
     if outcome == "won":
         return "You win!", f"time {game.won_seconds or 0.0:.1f} s   {coins}", keys
     return "Game over", coins, keys

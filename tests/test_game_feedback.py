@@ -4,6 +4,8 @@ going down."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ecs_engine import World
@@ -166,3 +168,25 @@ def test_a_long_message_is_shortened_to_fit_the_screen() -> None:
     short = fit_line(text, 40)
     assert len(short) == 40 and short.startswith("load failed: ") and short.endswith("early")
     assert "…" in short and fit_line("saved slot 1", 40) == "saved slot 1"
+
+
+def test_end_screen_offers_f9_only_for_a_filled_slot_and_a_file_as_save_dir_is_named(
+        tmp_path: Path) -> None:
+    from ecs_engine.demo import Game
+    from ecs_engine.demo.hud import end_lines
+
+    not_a_folder = tmp_path / "saves"
+    not_a_folder.write_text("x")
+    game = Game(seed=0, save_dir=not_a_folder)
+    assert not game.save_file()
+    assert game.message == f"save failed: {not_a_folder} is a file, not a folder for saves"
+    with game.world.query(Player, readonly=(Player,)) as q:
+        player = int(q.entities[0])
+    game.world.get(player, Health)["hp"] = 0  # down: the game-over screen
+    game.tick()
+    assert game.outcome == "lost"
+    lines = end_lines(game)
+    assert lines is not None and "F9" not in lines[2]
+    game.quicksave()
+    lines = end_lines(game)
+    assert lines is not None and f"F9: load slot {game.slot}" in lines[2]
