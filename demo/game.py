@@ -17,6 +17,7 @@ map and the headless input scripts use the same names.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections import deque
@@ -497,8 +498,9 @@ class Game:
         """One real-time frame of ``seconds``: run the ticks real time owes (fixed ``DT``),
         or while rewinding step back as many (so a second held rewinds a second of play
         at any frame rate). Returns ticks run."""
-        self.elapsed += max(0.0, seconds)
-        self._accumulator += max(0.0, seconds)
+        seconds = max(0.0, seconds) if math.isfinite(seconds) else 0.0  # (a bad clock read)
+        self.elapsed += seconds
+        self._accumulator += seconds
         if self.rewinding:
             steps = 0
             while self._accumulator >= DT and steps < MAX_TICKS_PER_FRAME:

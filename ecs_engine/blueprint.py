@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import numpy as np
 
-from ecs_engine.component import schema_of
+from ecs_engine.component import schema_of, type_schema
 from ecs_engine.entity import (
     KEY_DTYPE,
     NULL,
@@ -91,7 +91,7 @@ class Blueprint:
 
     def rows(self, component: type | str) -> tuple[np.ndarray, np.ndarray]:
         """(original keys, rows) of one component, rows in the dtype they were saved with."""
-        name = component if isinstance(component, str) else schema_of(component).name
+        name = component if isinstance(component, str) else type_schema(component).name
         for s in self._parts:
             if s.name == name:
                 return s.entities, s.data

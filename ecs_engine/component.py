@@ -114,6 +114,13 @@ def field(
     return FieldDecl(dtype, shape_t, default, label, editable, prefab)
 
 
+def _canonical_bools(arr: np.ndarray) -> bool:
+    """Whether a bool array's bytes are all 0 or 1 (a view of other bytes as bool, e.g.
+    ``np.array([0, 2], np.uint8).view(bool)``, would be saved and hashed as it is, and
+    the file's own load refuses such bytes)."""
+    return not arr.size or int(arr.view(np.uint8).max()) <= 1
+
+
 def _scalar_dtype(annotation: Any, where: str) -> tuple[np.dtype, bool]:
     """Map an annotation to (little-endian dtype, is_entity)."""
     if annotation is Entity:
@@ -245,7 +252,8 @@ class ComponentSchema:
         """Check and convert one field value; return (array, batch length or None)."""
         spec = self.field_spec(name)
         core = len(spec.shape)
-        if type(value) is np.ndarray and value.dtype == spec.dtype:  # exact: nothing to check
+        if type(value) is np.ndarray and value.dtype == spec.dtype and (
+                spec.dtype.kind != "b" or _canonical_bools(value)):  # exact: nothing to check
             if value.ndim == core + 1 and value.shape[1:] == spec.shape:
                 return value, value.shape[0]
             if value.shape == spec.shape:
@@ -287,6 +295,14 @@ class ComponentSchema:
             raise ValueError(f"{where}: cannot convert {value!r} to {spec.dtype}") from exc
         if arr.dtype.kind not in "biuf":
             if arr.dtype.kind == "O" and arr.size and all(type(v) is int for v in arr.flat):
+                if spec.dtype.kind == "f":  # ints past 64 bits: exact as Python floats?
+                    try:
+                        arr = np.array([float(v) for v in arr.flat]).reshape(arr.shape)
+                    except OverflowError:
+                        raise ValueError(f"{where}: value {_short(value)} overflows "
+                                         f"{spec.dtype}") from None
+                    _check_float_range(arr, spec, where)
+                    return arr
                 raise ValueError(f"{where}: value {_short(value)} out of range for "
                                  f"{_what(spec)} {_limits(spec.dtype)}")
             raise ValueError(f"{where}: expected {spec.dtype} values, got {arr.dtype} ({value!r})")
@@ -294,8 +310,11 @@ class ComponentSchema:
             _check_int_range(arr, spec, where)
         elif arr.size and spec.dtype.kind == "f" and _may_overflow(arr.dtype, spec.dtype):
             _check_float_range(arr, spec, where)
-        if spec.dtype.kind == "b" and arr.dtype.kind != "b":
-            if not np.all((arr == 0) | (arr == 1)):
+        if spec.dtype.kind == "b":
+            if arr.dtype.kind == "b":
+                if not _canonical_bools(arr):  # other bytes seen as bool: make them 0/1
+                    arr = arr.view(np.uint8) != 0
+            elif not np.all((arr == 0) | (arr == 1)):
                 raise ValueError(f"{where}: bool field needs True/False, got {value!r}")
         return arr
 
@@ -351,8 +370,10 @@ def _check_float_range(arr: np.ndarray, spec: FieldSpec, where: str) -> None:
     """``ValueError`` for finite values beyond the field's float range (they would become
     infinities); infinities and NaN themselves are kept."""
     top = float(np.finfo(spec.dtype).max)
-    wide = arr.astype(np.float64)
-    with np.errstate(invalid="ignore"):
+    # (in the source's own precision when wider: a long double past float64's range
+    # would already be an infinity in float64, and pass as one)
+    wide = arr if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 else arr.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
         over = (np.abs(wide) > top) & np.isfinite(wide)
     if over.any():
         worst = arr.reshape(-1)[int(np.argmax(over.reshape(-1)))]
@@ -411,7 +432,8 @@ def _converter(schema: ComponentSchema, spec: FieldSpec) -> Callable[[Any], tupl
         t = type(value)
         if t is bool:
             return value, None
-        if t is np.ndarray and value.ndim == 1 and value.dtype == dtype:
+        if (t is np.ndarray and value.ndim == 1 and value.dtype == dtype
+                and _canonical_bools(value)):
             return value, len(value)
         return slow(name, value)
 

@@ -24,8 +24,12 @@ class History:
     """
 
     def __init__(self, capacity: int = 600, max_bytes: int | None = None) -> None:
-        if capacity < 1:
-            raise ValueError(f"History capacity must be >= 1, got {capacity}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"History capacity must be a whole number >= 1, got {capacity!r}")
+        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(
+                max_bytes, int) or max_bytes < 0):
+            raise ValueError(f"History max_bytes must be a whole number of bytes >= 0 or "
+                             f"None, got {max_bytes!r}")
         self.capacity = capacity
         self.max_bytes = max_bytes
         self._snaps: deque[Snapshot] = deque()

@@ -22,6 +22,7 @@ from ecs_engine.component import (
     as_component,
     component,
     component_values,
+    detached,
     schema_of,
 )
 from ecs_engine.entity import Entity
@@ -186,7 +187,9 @@ class PrefabRegistry:
         every instance gets, e.g. ``[("slot", 8)]`` or ``["lid", ("slot", 8, {"size":
         2})]``; names may refer to prefabs registered later."""
         seen: set[type] = set()
-        comps = tuple(as_component(c) for c in components)
+        # Copies: the registry keeps them for good, and a caller changing an array it passed
+        # in must not change the prefab (nor every save re-derived from it).
+        comps = tuple(detached(as_component(c)) for c in components)
         for comp in comps:
             ctype, _, count = component_values(comp)
             if count is not None:

@@ -760,7 +760,7 @@ class Query:
         plan = self._plan
         rows = plan.rows.get(ctype)
         if rows is None:
-            raise KeyError(f"{schema_of(ctype).name} is not part of this query "
+            raise KeyError(f"{type_schema(ctype).name} is not part of this query "
                            f"({', '.join(schema_of(t).name for t in plan.types)})")
         store = plan.store_of[ctype]
         if ctype in plan.readonly:

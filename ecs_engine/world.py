@@ -533,14 +533,11 @@ class World:
         def run() -> None:
             if not self.has(key, ctype):
                 raise KeyError(f"remove (deferred): {key_str(key)} has no {name}")
-            if ctype is not ChildOf:
+            if ctype is ChildOf:  # detaching keeps the subtree's depths right
+                self.set_parent(keys, NULL)  # (at a flush no query is open: it runs now)
+            else:
                 self._detach(self._stores[ctype], keys)
 
-        if ctype is ChildOf:  # detaching keeps the subtree's depths right
-            if self._deferring:
-                self._run_or_defer(run)  # (the check, at the flush, as for other types)
-            self.set_parent(keys, NULL)
-            return
         self._run_or_defer(run)
 
     def remove_batch(self, keys: Any, ctype: type) -> None:
@@ -553,13 +550,11 @@ class World:
             if (rows < 0).any():
                 first = int(arr[np.flatnonzero(rows < 0)[0]])
                 raise KeyError(f"remove_batch: {key_str(first)} has no {name}")
-            if store is not None and ctype is not ChildOf:  # (None: an empty batch)
+            if ctype is ChildOf:  # detached through set_parent, all or none
+                self.set_parent(arr, NULL)
+            elif store is not None:  # (None: an empty batch)
                 self._detach(store, arr)
 
-        if ctype is ChildOf:  # detached through set_parent, after the same check
-            self._run_or_defer(run)
-            self.set_parent(arr, NULL)
-            return
         self._run_or_defer(run)
 
     def _snapshot_values(self, comps: list[Any]) -> list[Any]:

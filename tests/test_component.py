@@ -430,3 +430,41 @@ def test_long_double_fields_are_refused() -> None:
         pytest.skip("long double is double on this platform")
     with pytest.raises(TypeError, match=r"Precise\.v: .* is not supported .* use np\.float64"):
         component(type("Precise", (), {"__annotations__": {"v": np.longdouble}}))
+
+
+def test_bool_fields_store_only_0_or_1_bytes() -> None:
+    """A uint8 mask viewed as bool reached the store as it was: equal values hashed
+    differently and the world saved a file its own load refused."""
+    from ecs_engine import Snapshot, World
+
+    @component(name="BoolBytesFlag")
+    class Flag:
+        on: np.bool_ = False
+
+    mask = np.array([0, 2, 1, 255], np.uint8).view(np.bool_)
+    world, plain = World(seed=1), World(seed=1)
+    keys = world.spawn_batch(Flag(on=mask), count=4)
+    world.add_batch(world.spawn_batch(Flag(), count=4), Flag(on=mask))
+    world.set_batch(keys, Flag, {"on": mask})
+    plain_keys = plain.spawn_batch(Flag(on=[False, True, True, True]), count=4)
+    plain.add_batch(plain.spawn_batch(Flag(), count=4), Flag(on=[False, True, True, True]))
+    plain.set_batch(plain_keys, Flag, {"on": [False, True, True, True]})
+    assert int(world.store(Flag).live().view(np.uint8).max()) == 1
+    assert world.state_hash() == plain.state_hash()
+    Snapshot.from_bytes(world.snapshot().to_bytes())  # loads: every byte 0 or 1
+
+
+def test_python_ints_past_64_bits_fit_float_fields() -> None:
+    @component(name="BigFloats")
+    class F:
+        f32: np.float32 = 0.0
+        f64: np.float64 = 0.0
+
+    assert F(f64=2**100).f64 == 2.0**100 and F(f32=2**70).f32 == np.float32(2.0**70)
+    with pytest.raises(ValueError, match="overflows float32"):
+        F(f32=2**200)
+    with pytest.raises(ValueError, match="overflows float64"):
+        F(f64=10**400)
+    if np.dtype(np.longdouble).itemsize > 8:
+        with pytest.raises(ValueError, match="overflows float64"):
+            F(f64=np.longdouble("1e400"))

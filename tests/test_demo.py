@@ -934,3 +934,12 @@ def test_a_held_rewind_goes_back_at_real_time_at_any_frame_rate(fps: int) -> Non
     before = game.world.tick
     game.advance(1 / fps)  # play resumes with no backlog from the rewind
     assert game.world.tick - before == {30: 2, 60: 1, 144: 0}[fps]
+
+
+def test_a_clock_reading_of_infinity_or_nan_is_ignored() -> None:
+    game = Game(seed=0)
+    for bad in (float("inf"), float("nan"), -1.0):
+        game.advance(bad)
+    assert game.world.tick == 0 and game.elapsed == 0.0
+    game.advance(1 / 60)
+    assert game.world.tick == 1 and game.visible_message  # the level message shows

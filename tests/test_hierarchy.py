@@ -414,3 +414,30 @@ def test_despawn_batch_of_nested_keys_despawns_each_subtree_once() -> None:
     assert len(set(fresh)) == 6 and len(world) == 7
     keys = np.array(fresh + fresh[::-1] + [fresh[2]], np.uint64)
     assert unique_in_order(keys).tolist() == fresh
+
+
+def test_a_refused_remove_batch_of_parent_links_in_a_block_detaches_none() -> None:
+    """Inside a block the check and the detach were two deferred ops: the flush raised
+    for the key without a link, and detached the others anyway."""
+    world = World()
+    a = world.spawn(Pos())
+    b = world.spawn(Pos(), ChildOf(parent=a))
+    c = world.spawn(Pos())
+    with pytest.raises(KeyError, match="has no ChildOf"):
+        with world.query(Pos):
+            world.remove_batch([b, c], ChildOf)
+    assert world.parent(b) == a
+
+
+def test_query_columns_and_blueprint_rows_name_an_instance_for_a_type() -> None:
+    from typing import Any
+
+    world = World()
+    world.spawn(Pos())
+    pos: Any = Pos()
+    with world.query(Pos) as q:
+        for call in (lambda: q[pos], lambda: q.unstructured(pos)):
+            with pytest.raises(TypeError, match="pass the component class HPos itself"):
+                call()
+    with pytest.raises(TypeError, match="pass the component class HPos itself"):
+        world.extract(world.entities()).rows(pos)

@@ -268,3 +268,17 @@ def test_rewind_restores_first_when_the_world_changed_after_a_rewind() -> None:
     advance(world)  # played on from the rewound state
     assert history.rewind(world) is not None and world.tick == 2  # back to it first
     assert history.rewind(world) is not None and world.tick == 1
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"capacity": float("nan")}, "capacity must be a whole number"),
+    ({"capacity": 2.5}, "capacity must be a whole number"),
+    ({"capacity": True}, "capacity must be a whole number"),
+    ({"max_bytes": float("nan")}, "max_bytes must be a whole number"),
+    ({"max_bytes": -1}, "max_bytes must be a whole number"),
+])
+def test_a_capacity_or_budget_that_bounds_nothing_is_refused(kwargs: dict[str, object],
+                                                             message: str) -> None:
+    """History(capacity=nan) passed the `< 1` check and never evicted anything."""
+    with pytest.raises(ValueError, match=message):
+        History(**kwargs)  # type: ignore[arg-type]

@@ -752,7 +752,7 @@ def test_hostile_json_is_a_level_error_with_a_location(tmp_path: Path, busy_worl
 def test_huge_numbers_elsewhere_are_level_errors(tmp_path: Path, busy_world: World) -> None:
     path = simple_level(tmp_path)
     doc = json.loads((path / "level.lvl").read_text())
-    doc["sprite_colors"][ENEMY] = {"prefab": "enemy", "params": {"speed": 10**25}}
+    doc["sprite_colors"][ENEMY] = {"prefab": "enemy", "params": {"max_hp": 10**25}}  # int16
     (path / "level.lvl").write_text(json.dumps(doc))
     expect_error(busy_world, path, "level.lvl", f'sprite_colors["{ENEMY}"]')
     doc = json.loads(json.dumps(v1()))

@@ -191,3 +191,17 @@ def test_two_registries_are_independent() -> None:
     a, b = stock_prefabs(), stock_prefabs()
     a.register("extra", Position())
     assert "extra" in a and "extra" not in b
+
+
+def test_a_prefab_keeps_its_own_copy_of_the_arrays_it_was_given() -> None:
+    """The registry kept the caller's arrays: changing one later changed the prefab, and
+    every save re-derived from it."""
+    from ecs_engine.components import Color
+
+    rgba = np.array([255, 0, 0, 255], np.uint8)
+    reg = PrefabRegistry()
+    reg.register("red", Color(rgba=rgba))
+    rgba[:] = [0, 0, 0, 255]
+    world = World()
+    key = reg.instantiate(world, "red")
+    assert world.get(key, Color)["rgba"].tolist() == [255, 0, 0, 255]
