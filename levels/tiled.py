@@ -98,6 +98,20 @@ def _size(value: Any, what: str, file: Path, where: str) -> int:
     return int(n)
 
 
+def _whole_numbers(file: Path, data: Any, where: str) -> None:
+    """``LevelError`` unless ``data`` (rows of tile ids) holds JSON integers only: numpy
+    would take ``true`` for 1 and cut ``1.9`` to 1. The type scan runs in C (map, set);
+    the loop only finds the first culprit for the error."""
+    rows = data if isinstance(data, list) else [data]
+    for r, row in enumerate(rows):
+        values = row if isinstance(row, list) else [row]
+        if not set(map(type, values)) <= {int}:
+            c = next(i for i, v in enumerate(values) if type(v) is not int)
+            place = f"{where}[{r}][{c}]" if isinstance(row, list) else f"{where}[{r}]"
+            raise LevelError(file, f"tile ids are whole numbers, got {values[c]!r}",
+                             where=place)
+
+
 @dataclass(frozen=True)
 class _TileInfo:
     """What a global tile id stands for: its class, properties and image size (px)."""
@@ -220,6 +234,7 @@ class _Reader:
         elif layer.data is not None:
             parts.append((layer.data, 0, 0))
         for data, c0, r0 in parts:
+            _whole_numbers(self.file, data, f"{where}.data")
             try:
                 arr = np.asarray(data, dtype=np.int64)
             except (TypeError, ValueError, OverflowError) as exc:
