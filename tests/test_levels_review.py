@@ -15,6 +15,7 @@ import pytest
 from ecs_engine import World
 from ecs_engine.components import stock_prefabs
 from ecs_engine.levels import LevelError, load_level
+from ecs_engine.levels.editor_names import stock_editor_names
 
 TILESET = {"firstgid": 1, "name": "t", "tilewidth": 16, "tileheight": 16, "tilecount": 2,
            "columns": 2, "image": "t.png", "imagewidth": 32, "imageheight": 16, "margin": 0,
@@ -612,3 +613,32 @@ def test_partition_never_mistakes_a_cell_for_an_unrepresentable_background(
     values = rects["value"].view(np.uint64) if grid.dtype == np.uint64 else rects["value"]
     for r, v in zip(rects, values, strict=True):
         assert (grid[r["y"]:r["y"] + r["h"], r["x"]:r["x"] + r["w"]] == v).all()
+
+
+@pytest.mark.parametrize(("data", "bad"), [
+    ([True, True, True, True, False, False, False, False], "True"),
+    ([1.9, 1.5, 1.2, 1.0, 0.5, 0.4, 0.1, 0.0], "1.9"),
+    ([1, 1, 1, 1, 0, 0, 0, 0.5], "0.5"),
+])
+def test_tiled_tile_data_accepts_whole_numbers_only(tmp_path: Path, data: list[object],
+                                                    bad: str) -> None:
+    """numpy read true/false and fractions among Tiled tile ids as ids (the twin of the
+    LDtk intGridCsv check)."""
+    doc = {"type": "map", "version": "1.10", "tiledversion": "1.10.2",
+           "orientation": "orthogonal", "renderorder": "right-down", "infinite": False,
+           "width": 4, "height": 2, "tilewidth": 8, "tileheight": 8, "nextlayerid": 2,
+           "nextobjectid": 1,
+           "tilesets": [{"firstgid": 1, "name": "t", "tilewidth": 8, "tileheight": 8,
+                         "tilecount": 1, "columns": 1, "image": "t.png", "imagewidth": 8,
+                         "imageheight": 8, "margin": 0, "spacing": 0}],
+           "layers": [{"id": 1, "name": "Edges", "type": "tilelayer", "visible": True,
+                       "opacity": 1, "x": 0, "y": 0, "width": 4, "height": 2,
+                       "properties": [{"name": "collision", "type": "bool", "value": True}],
+                       "data": data}]}
+    path = tmp_path / "map.tmj"
+    path.write_text(json.dumps(doc))
+    world = World()
+    with pytest.raises(LevelError, match=rf"\.data\[\d+\]\[\d+\]: tile ids are whole "
+                                         rf"numbers, got {bad}"):
+        load_level(world, path, stock_prefabs(), names=stock_editor_names())
+    assert len(world) == 0
