@@ -306,6 +306,9 @@ class ComponentSchema:
                 raise ValueError(f"{where}: value {_short(value)} out of range for "
                                  f"{_what(spec)} {_limits(spec.dtype)}")
             raise ValueError(f"{where}: expected {spec.dtype} values, got {arr.dtype} ({value!r})")
+        if spec.is_entity and arr.dtype.kind not in "iu":  # as key APIs: 1.0 or True is no key
+            raise ValueError(f"{where}: entity keys are integers, got {arr.dtype} "
+                             f"({_short(value)})")
         if arr.size and spec.dtype.kind in "iu":
             _check_int_range(arr, spec, where)
         elif arr.size and spec.dtype.kind == "f" and _may_overflow(arr.dtype, spec.dtype):

@@ -366,3 +366,34 @@ def test_copying_query_keeps_writes_made_meanwhile_elsewhere() -> None:
             inner[Position]["y"][2] += 5.0
     assert [float(world.get(k, Position)["x"]) for k in keys] == [10.0, 99.0, 3.0]
     assert float(world.get(keys[2], Position)["y"]) == 5.0
+
+
+def test_entity_fields_take_integer_keys_only() -> None:
+    """1.0, True or a float64 key were stored as keys, though every key API refuses them."""
+    from ecs_engine import NULL, Entity
+
+    @component(name="QRef")
+    class Ref:
+        to: Entity = NULL
+
+    world = World()
+    e = world.spawn(Ref())
+    for bad in (1.0, True, np.float64(2.0**32), np.array([1.0])):
+        with pytest.raises(ValueError, match="entity keys are integers"):
+            world.get(e, Ref)["to"] = bad
+    with pytest.raises(ValueError, match="entity keys are integers"):
+        Ref(to=1.0)
+    world.get(e, Ref)["to"] = np.uint64(e)
+    assert world.get(e, Ref)["to"] == e
+
+
+def test_kept_query_keys_are_a_view_when_views_serve_the_query() -> None:
+    """As the README says: a view-served query's entities follow the store; a copy keeps
+    the keys."""
+    world = World()
+    keys = world.spawn_batch(Position(x=np.arange(5.0)), count=5)
+    with world.query(Position, readonly=(Position,)) as q:
+        view, kept = q.entities, q.entities.copy()
+    world.despawn(int(kept[0]))
+    assert kept.tolist() == keys.tolist()
+    assert not view.flags.writeable and view[0] != kept[0]  # the last key moved into row 0
