@@ -560,8 +560,8 @@ class Query:
     ``q.entities``, usable inside the block only (read-only after it); writes reach the
     store by the end of the block (immediately when
     the query is served by an owning group, which hands out views, not copies). A
-    copied column is written back row by row where the block changed it, so writes made
-    meanwhile elsewhere survive unless the block changed the same row. Columns in
+    copied column is written back byte by byte where the block changed it, so writes made
+    meanwhile elsewhere survive unless the block changed the same field of the same row. Columns in
     ``readonly`` are read-only arrays (writing raises ``ValueError``).
     Structural changes made inside the block (spawn, despawn, add, remove) are
     deferred until the outermost query closes. ``World.query`` hands out a plan's last
@@ -732,16 +732,27 @@ class Query:
             store.touch(changed.nonzero()[0] + rows.start)
             return
         hits = _count(changed)
+        if not hits:
+            return
         if hits == len(changed):  # every row written (a system's usual update): no selection
-            store.data[rows] = arr
-            store.touch(rows)
-        elif hits:
+            where, new, old = rows, arr, original
+        else:
             where = rows[changed]
             # select through a void view: a boolean index of a structured array copies
             # field by field (~5x slower)
-            size = arr.dtype.itemsize
-            store.data[where] = arr.view(np.dtype((np.void, size)))[changed].view(arr.dtype)
-            store.touch(where)
+            void = np.dtype((np.void, arr.dtype.itemsize))
+            new = arr.view(void)[changed].view(arr.dtype)
+            old = original.view(void)[changed].view(arr.dtype)
+        if store.data_version != version:
+            # Something wrote the store during the block (world.get, an inner query, a
+            # view): keep its bytes wherever this block left a row's bytes as gathered,
+            # so a record's write to another field of a row the block changed survives,
+            # as it does when a group serves the query with views.
+            now = store.data[where]
+            new_b, old_b, now_b = (a.view(np.uint8) for a in (new, old, now))
+            new = np.where(new_b != old_b, new_b, now_b).view(arr.dtype)
+        store.data[where] = new
+        store.touch(where)
 
     def __len__(self) -> int:
         self._check_open()

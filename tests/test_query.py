@@ -397,3 +397,24 @@ def test_kept_query_keys_are_a_view_when_views_serve_the_query() -> None:
     world.despawn(int(kept[0]))
     assert kept.tolist() == keys.tolist()
     assert not view.flags.writeable and view[0] != kept[0]  # the last key moved into row 0
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_a_record_write_to_another_field_of_a_row_a_gathered_block_changes_survives(
+        grouped: bool) -> None:
+    """A gathered block wrote whole changed rows back: a world.get write to another field
+    of such a row inside the block was lost, though it stuck when a group's views served
+    the same query (the same code gave two results by layout)."""
+    world = World(auto_group=False)
+    keys = world.spawn_batch(Position(x=np.arange(4.0)), count=4)
+    world.add_batch(keys[::2], Velocity())
+    if grouped:
+        world.group(Position, Velocity)
+    with world.query(Position, Velocity) as q:
+        q[Position]["x"] += 100
+        world.get(int(keys[0]), Position)["y"] = 7  # another field of a changed row
+        world.get(int(keys[2]), Position)["x"] = -1  # the same field: the block's value wins
+    assert (world.get(int(keys[0]), Position)["x"], world.get(int(keys[0]), Position)["y"]) \
+        == (100.0, 7.0)
+    expected_x2 = -1.0 if grouped else 102.0  # (views: the later write; gathered: the block)
+    assert world.get(int(keys[2]), Position)["x"] == expected_x2
