@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import operator
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
@@ -12,6 +14,17 @@ from ecs_engine.snapshot import Snapshot, is_current, state_token
 
 if TYPE_CHECKING:
     from ecs_engine.world import World
+
+
+def _whole(value: Any, lowest: int, rule: str) -> int:
+    """``value`` as an int (Python or numpy, not bool) of at least ``lowest``; a NaN or
+    a fraction would pass a ``< lowest`` test and bound nothing."""
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError):  # (no __index__: a float, None, ...)
+            whole = operator.index(value)
+            if whole >= lowest:
+                return whole
+    raise ValueError(f"History {rule}, got {value!r}")
 
 
 class History:
@@ -23,15 +36,11 @@ class History:
     which stays whole while any part of it is still shared.
     """
 
-    def __init__(self, capacity: int = 600, max_bytes: int | None = None) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"History capacity must be a whole number >= 1, got {capacity!r}")
-        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(
-                max_bytes, int) or max_bytes < 0):
-            raise ValueError(f"History max_bytes must be a whole number of bytes >= 0 or "
-                             f"None, got {max_bytes!r}")
-        self.capacity = capacity
-        self.max_bytes = max_bytes
+    def __init__(self, capacity: SupportsIndex = 600,
+                 max_bytes: SupportsIndex | None = None) -> None:
+        self.capacity = _whole(capacity, 1, "capacity must be a whole number >= 1")
+        self.max_bytes = None if max_bytes is None else _whole(
+            max_bytes, 0, "max_bytes must be a whole number of bytes >= 0 or None")
         self._snaps: deque[Snapshot] = deque()
         self._refs: dict[int, list[int]] = {}  # id(buffer) -> [references, nbytes]
         self.nbytes = 0  # unique bytes held; shared arrays count once

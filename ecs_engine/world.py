@@ -526,13 +526,12 @@ class World:
         """Detach a component. ``KeyError`` if the entity is not alive or lacks it."""
         key = self._check_alive(entity, "remove")
         name = type_schema(ctype).name
-        if not self._deferring and not self.has(key, ctype):
-            raise KeyError(f"remove: {key_str(key)} has no {name}")
         keys = np.array([key], KEY_DTYPE)
 
         def run() -> None:
             if not self.has(key, ctype):
-                raise KeyError(f"remove (deferred): {key_str(key)} has no {name}")
+                op = "remove (deferred)" if self._flushing else "remove"
+                raise KeyError(f"{op}: {key_str(key)} has no {name}")
             if ctype is ChildOf:  # detaching keeps the subtree's depths right
                 self.set_parent(keys, NULL)  # (at a flush no query is open: it runs now)
             else:
@@ -544,6 +543,7 @@ class World:
         """Detach a component from many entities (all must have it)."""
         arr = self._check_alive_batch(keys, "remove_batch").copy()
         name = type_schema(ctype).name
+
         def run() -> None:
             store = self._stores.get(ctype)
             rows = store.rows_of(key_slots(arr)) if store else np.full(len(arr), -1)

@@ -282,3 +282,8 @@ def test_a_capacity_or_budget_that_bounds_nothing_is_refused(kwargs: dict[str, o
     """History(capacity=nan) passed the `< 1` check and never evicted anything."""
     with pytest.raises(ValueError, match=message):
         History(**kwargs)  # type: ignore[arg-type]
+
+
+def test_numpy_integers_are_whole_numbers_for_the_bounds() -> None:
+    history = History(capacity=np.int64(5), max_bytes=np.uint32(1 << 20))
+    assert (history.capacity, history.max_bytes) == (5, 1 << 20)

@@ -624,19 +624,8 @@ def test_tiled_tile_data_accepts_whole_numbers_only(tmp_path: Path, data: list[o
                                                     bad: str) -> None:
     """numpy read true/false and fractions among Tiled tile ids as ids (the twin of the
     LDtk intGridCsv check)."""
-    doc = {"type": "map", "version": "1.10", "tiledversion": "1.10.2",
-           "orientation": "orthogonal", "renderorder": "right-down", "infinite": False,
-           "width": 4, "height": 2, "tilewidth": 8, "tileheight": 8, "nextlayerid": 2,
-           "nextobjectid": 1,
-           "tilesets": [{"firstgid": 1, "name": "t", "tilewidth": 8, "tileheight": 8,
-                         "tilecount": 1, "columns": 1, "image": "t.png", "imagewidth": 8,
-                         "imageheight": 8, "margin": 0, "spacing": 0}],
-           "layers": [{"id": 1, "name": "Edges", "type": "tilelayer", "visible": True,
-                       "opacity": 1, "x": 0, "y": 0, "width": 4, "height": 2,
-                       "properties": [{"name": "collision", "type": "bool", "value": True}],
-                       "data": data}]}
-    path = tmp_path / "map.tmj"
-    path.write_text(json.dumps(doc))
+    layer = {**tile_layer(np.zeros((2, 4), np.int64)), "data": data}
+    path = tmj(tmp_path / "map.tmj", [layer], height=2)
     world = World()
     with pytest.raises(LevelError, match=rf"\.data\[\d+\]\[\d+\]: tile ids are whole "
                                          rf"numbers, got {bad}"):
