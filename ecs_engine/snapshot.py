@@ -387,10 +387,13 @@ def _index_live_keys(keys: np.ndarray, live: np.ndarray, sparse: np.ndarray) -> 
     Blocked: every temporary is one block long and reused, so the pass touches only the
     keys, the table and the index (no fresh multi-megabyte temporaries, whose page
     faults cost more than the gathers themselves). A slot past the table is clipped to
-    the last slot, whose live key has another slot, so it fails the comparison.
+    the last slot, whose entry (a live key, or 0 when free: see ``live_keys``) has a
+    lower slot, so it fails the comparison.
     """
     from ecs_engine.entity import SLOT_MASK
 
+    if len(live) == 1 and live[0] == 0:
+        return False  # no live slot (the one entry is a free slot's 0: NULL would match)
     keys = keys.astype(np.uint64, copy=False)
     n = len(keys)
     size = min(n, _BLOCK)
@@ -411,7 +414,9 @@ def _index_live_keys(keys: np.ndarray, live: np.ndarray, sparse: np.ndarray) -> 
 
 def live_keys(generations: np.ndarray, free: np.ndarray) -> np.ndarray:
     """The live key of every slot of a slot table; slots on the free list get a key no
-    stored key can equal (its slot would be 2**32 - 1, past any table).
+    stored key can equal (its slot would be 2**32 - 1, past any table), except the last
+    slot, which gets 0 when free: ``_index_live_keys`` clips a stored key's slot past the
+    table onto the last one, and 0 (slot 0, generation 0) equals no such key.
 
     Built in cache-sized blocks: no table-sized temporaries (an arange of every slot
     would be a fresh 8 MB array per million slots, page faults and all)."""
@@ -425,6 +430,8 @@ def live_keys(generations: np.ndarray, free: np.ndarray) -> np.ndarray:
         part |= numbers[: len(part)]
         numbers += np.uint64(_BLOCK)
     live[free] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+    if hw and live[hw - 1] == np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+        live[hw - 1] = 0  # (a key 2**64 - 1 is clipped onto this slot)
     return live
 
 
