@@ -37,11 +37,17 @@ class KeyLookahead:
     """A ``ReadWatcher`` for ``read_file_memory``: indexes keys on a helper thread.
 
     ``capacity_for(high_water)``: the slot capacity the world will have (the length of
-    each sparse index). After the read, ``results()`` checks the stores the helper has
-    not started on, waits for it and returns the indexes by component name."""
+    each sparse index); ``wanted(name)``: whether the world takes the saved component
+    ``name`` (only those are indexed: a file may name thousands of stores the load then
+    skips or refuses, and each index is a slot-table-sized array). After the read,
+    ``results()`` checks the stores the helper has not started on, waits for it and
+    returns the indexes by component name; ``stop()`` ends the helper without results
+    (a load that failed before asking for them)."""
 
-    def __init__(self, capacity_for: Callable[[int], int]) -> None:
+    def __init__(self, capacity_for: Callable[[int], int],
+                 wanted: Callable[[str], bool]) -> None:
         self._capacity_for = capacity_for
+        self._wanted = wanted
         self._state = threading.Condition()  # guards everything below, wakes waiters
         self._got = 0
         self._done = False
@@ -84,9 +90,18 @@ class KeyLookahead:
         self._thread.join()
         return {} if self._failed else self._indexes
 
+    def stop(self) -> None:
+        """End the helper (if any) and wait for it: nothing it built is used."""
+        if self._thread is None:
+            return
+        self._fail()
+        self._thread.join()
+
     def _wait(self, nbytes: int) -> int:
         with self._state:
-            self._state.wait_for(lambda: self._got >= nbytes or self._done)
+            self._state.wait_for(lambda: self._got >= nbytes or self._done or self._failed)
+            if self._failed:
+                raise _Abandoned
             return self._got
 
     def _fail(self) -> None:
@@ -109,6 +124,10 @@ class KeyLookahead:
                         self._capacity = self._capacity_for(len(generations))
                         self._state.notify_all()
                 elif kind == "keys" and self._live is not None:
+                    if self._failed:
+                        return
+                    if not len(column) or not self._wanted(name):
+                        continue  # (nothing to index, or a store the load will not take)
                     columns.append((name, column.astype(KEY_DTYPE, copy=False)))
                     at = len(columns) - 1
                     with self._state:
@@ -139,7 +158,7 @@ class KeyLookahead:
         columns = [(name, column.astype(KEY_DTYPE, copy=False))
                    for kind, name, column in arriving_columns(self._buf, self._size,
                                                               lambda _: got)
-                   if kind == "keys"]
+                   if kind == "keys" and len(column) and self._wanted(name)]
         with self._state:
             mine = []
             for at in range(len(columns) - 1, -1, -1):

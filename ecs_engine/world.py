@@ -57,6 +57,7 @@ from ecs_engine.statehash import state_hash
 from ecs_engine.storage import ComponentStore, LayoutClock, removal_plan
 
 if TYPE_CHECKING:
+    from ecs_engine.lookahead import KeyLookahead
     from ecs_engine.prefab import PrefabRegistry
 
 SystemFn = Callable[["World", float], Any]
@@ -1080,11 +1081,22 @@ class World:
         makes one if you want to come back to it without reading the file again."""
         from ecs_engine.lookahead import KeyLookahead
         from ecs_engine.migrate import find_saved_type
-        from ecs_engine.prefab_fields import join, rederive
-        from ecs_engine.savefile import SaveFileError, read_file_memory
         from ecs_engine.snapshot import sparse_capacity
 
-        lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water))
+        known = self._types_by_name.values()
+        lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water),
+                                 lambda name: find_saved_type(known, name) is not None)
+        try:
+            self._load_read(path, prefabs, lookahead)
+        finally:
+            lookahead.stop()  # (joined already unless the load failed before the restore)
+
+    def _load_read(self, path: str | Path, prefabs: PrefabRegistry | None,
+                   lookahead: KeyLookahead) -> None:
+        from ecs_engine.migrate import find_saved_type
+        from ecs_engine.prefab_fields import join, rederive
+        from ecs_engine.savefile import SaveFileError, read_file_memory
+
         read, memory = read_file_memory(path, self._buffers, lookahead)
         registry = prefabs if prefabs is not None else self.prefabs
         try:  # what the file holds does not fit this world: name the file too

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ecs_engine import SaveFileError, Snapshot, World, lookahead
-from ecs_engine.snapshot import KeyIndex
+from ecs_engine import SaveFileError, Snapshot, World, component, lookahead
+from ecs_engine.snapshot import KeyIndex, StoreSnapshot, live_keys
 from tests.test_load_memory import Link, Pos, Vel
 from tests.world_state import check_invariants, world_state
 
@@ -230,7 +230,7 @@ def test_a_failing_helper_thread_only_costs_time(big: tuple[Path, object],
 
 
 def test_a_read_that_stops_short_releases_the_helper_thread() -> None:
-    watcher = lookahead.KeyLookahead(lambda high_water: high_water)
+    watcher = lookahead.KeyLookahead(lambda high_water: high_water, lambda name: True)
     buf = np.zeros(lookahead.MIN_BYTES, np.uint8)
     watcher.started(buf, len(buf))
     watcher.arrived(1000)  # then the read fails
@@ -248,3 +248,76 @@ def test_a_truncated_big_file_is_reported_as_truncated(big: tuple[Path, object],
     with pytest.raises(SaveFileError, match="truncated"):
         world.load(cut)
     assert world_state(world) == before
+
+
+@component(name="LookaheadExtra")
+class Extra:
+    n: int = 0
+
+
+def test_only_stores_the_world_takes_are_indexed(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each index is a slot-table-sized array: a file naming stores the load skips (empty
+    ones of unknown types) or refuses (unknown types with rows) must not make the
+    helper build one for each (thousands of them asked for gigabytes)."""
+    source = build(BIG)
+    source.spawn_batch(Extra(), count=1000)
+    snap = source.snapshot()
+    ghosts = tuple(StoreSnapshot(f"Ghost{i}", (np.zeros(0, np.int64),),
+                                 np.zeros(0, np.uint64)) for i in range(50))
+    dataclasses.replace(snap, stores=snap.stores + ghosts).save(tmp_path / "extra.sav")
+    without = [s for s in snap.stores if s.name != "LookaheadExtra"]
+    dataclasses.replace(snap, stores=tuple(without) + ghosts).save(tmp_path / "ghosts.sav")
+    threads = record_builds(monkeypatch)
+    world = target()
+    before = world_state(world)
+    with pytest.raises(SaveFileError, match="unknown component 'LookaheadExtra'"):
+        world.load(tmp_path / "extra.sav")
+    assert world_state(world) == before
+    assert len(threads) == 3  # Pos, Vel and Link: not Extra, not the empty ghosts
+    threads.clear()
+    world.load(tmp_path / "ghosts.sav")
+    assert len(threads) == 3
+    check_invariants(world)
+
+
+def test_a_load_that_fails_while_reading_stops_the_helper_first(
+        big: tuple[Path, object], tmp_path: Path) -> None:
+    path, _ = big
+    bad = tmp_path / "flipped.sav"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1  # the checksum no longer matches
+    bad.write_bytes(bytes(data))
+    world = target()
+    with pytest.raises(SaveFileError, match="damaged"):
+        world.load(bad)
+    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-key-check"]
+
+
+@pytest.mark.parametrize("rows", [300, BIG])  # the main thread's check, and the helper's
+def test_a_key_past_every_slot_onto_a_free_last_slot_is_not_alive(
+        rows: int, tmp_path: Path) -> None:
+    """Keys are gathered from the live-key table with their slot clipped to the last
+    slot: 2**64 - 1 once matched the marker of a free last slot (then crashed)."""
+    source = World()
+    keys = source.spawn_batch(Pos(x=1.0), count=rows)
+    source.despawn(int(keys[-1]))  # the last slot is free
+    snap = source.snapshot()
+    (pos,) = snap.stores
+    hostile = pos.entities.copy()
+    hostile[0] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+    bad = tmp_path / "bad.sav"
+    dataclasses.replace(snap, stores=(dataclasses.replace(pos, entities=hostile),)).save(bad)
+    world = target()
+    before = world_state(world)
+    with pytest.raises(SaveFileError, match="'Pos': holds entities the slot table says "
+                                            "are not alive"):
+        world.load(bad)
+    assert world_state(world) == before
+
+
+def test_with_every_slot_free_no_key_is_alive() -> None:
+    table = live_keys(np.ones(1, np.uint32), np.zeros(1, np.int64))  # one slot, free
+    for key in (0, 1 << 32, 0xFFFF_FFFF_FFFF_FFFF):
+        index = KeyIndex.build(np.array([key], np.uint64), table, 4)
+        assert not index.alive
