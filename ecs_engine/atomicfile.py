@@ -177,6 +177,10 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], objec
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"cannot save: the folder {os.fspath(folder)!r} "
                                               f"does not exist", os.fspath(path)) from None
+    except OSError as exc:  # (the user's path in the error, not the temp file's)
+        raise type(exc)(exc.errno, f"cannot save: cannot create a file in the folder "
+                                   f"{os.fspath(folder)!r} ({exc.strerror})",
+                        os.fspath(path)) from None
     closed = False
     try:
         with os.fdopen(fd, "wb", closefd=False) as f:

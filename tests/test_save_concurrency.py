@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -213,3 +214,20 @@ def test_saving_into_a_missing_folder_or_onto_a_folder_names_the_users_path(
         marked_world(1, 2).save(tmp_path)
     assert info2.value.filename == os.fspath(tmp_path)
     assert list(tmp_path.iterdir()) == []  # no temp file left behind
+
+
+def test_a_folder_that_refuses_a_new_file_names_the_users_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Simulated: the tests may run as root, which a read-only folder does not stop.)
+    path = tmp_path / "slot.sav"
+    marked_world(1, 2).save(path)
+    old = path.read_bytes()
+
+    def refuse(*args: object, dir: str = "", **kw: object) -> tuple[int, str]:
+        raise PermissionError(13, "Permission denied", os.path.join(dir, ".slot.sav.x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError, match="cannot create a file in the folder") as info:
+        marked_world(3, 4).save(path)
+    assert info.value.filename == os.fspath(path) and ".tmp" not in str(info.value)
+    assert path.read_bytes() == old
