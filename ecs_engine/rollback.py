@@ -25,6 +25,8 @@ from ecs_engine.memcopy import as_bytes
 from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import SlotTable
 from ecs_engine.snapshot import (
+    RestoreCallbackError,
+    RestoreEvent,
     Snapshot,
     StoreSnapshot,
     keeps_index,
@@ -288,7 +290,9 @@ class Rollback:
     ``inputs`` (applied by ``apply_input``, default :func:`set_input_resource`);
     ``rollback(to_frame, inputs)`` restores frame ``to_frame`` and re-simulates to the
     present with corrected inputs. While re-simulating, ``world.resimulating`` is True so
-    systems with effects outside the state (sounds) can skip them.
+    systems with effects outside the state (sounds) can skip them. A ``History`` keeps
+    what the world showed: a rollback does not rewrite the snapshots it took of the
+    frames re-simulated (rewinding it afterwards shows them as they were predicted).
     """
 
     def __init__(self, world: World, *, frames: int = 8, dt: float = 1 / 60,
@@ -358,11 +362,15 @@ class Rollback:
         snap = self._slot(frame).snapshot
         assert snap is not None
         # Not world.restore: the snapshot lives in recycled buffers, so it must never become
-        # the world's "previous snapshot" that later snapshots share arrays with.
-        event = restore_snapshot(self.world, snap, "rollback")
+        # the world's "previous snapshot" that later snapshots share arrays with ...
+        restored = restore_snapshot(self.world, snap, "rollback")
         for f in self._ring:
             if f.frame > frame:
                 f.frame = -1
+        # ... nor be handed to callbacks, which may keep it: they get the state as a
+        # snapshot of the world taken when first asked (as after a load; nothing unless
+        # asked), not the buffers the next frames overwrite.
+        event = RestoreEvent(None, restored.source, restored.previous_tick, self.world)
         run_restore_callbacks(self.world, event)  # last: a failing callback is reported
         # after the rollback's own bookkeeping is done
 
@@ -404,7 +412,13 @@ class Rollback:
             raise ValueError(f"rollback: frames {gaps[0]}..{gaps[-1]} were not recorded "
                              f"(the world ticked outside Rollback.advance); held frames "
                              f"must reach the present")
-        self.restore(to_frame)
+        try:
+            self.restore(to_frame)
+        except RestoreCallbackError as exc:  # the restore stands: finish the rollback
+            exc.add_note(f"raised by on_restore callbacks after rolling back to frame "
+                         f"{to_frame}; the re-simulation to frame {present} ran after it")
+            self._resimulate(plan)
+            raise
         self._resimulate(plan)
 
     def _resimulate(self, plan: list[Any]) -> None:
@@ -519,8 +533,11 @@ class SyncTest:
     ``step(inputs)`` runs one tick (like :meth:`Rollback.advance`), then rewinds ``rewind``
     frames, re-simulates them and compares hashes; a mismatch raises :class:`DesyncError`
     naming the tick, component and field. Catches systems that read anything outside the
-    world's state: a global rng, the clock, a counter in a closure, dict/set order of
-    objects, state kept between ticks outside ``world.resources``.
+    world's state: a global rng, the clock, a counter in a closure, state kept between
+    ticks outside ``world.resources``. It cannot catch what differs only between
+    processes: the iteration order of a set of strings (string hashing is seeded per
+    process; ``PYTHONHASHSEED``) or of objects hashed by address is the same in a first
+    run and its re-run. Sort such sets, or compare ``world.state_hash()`` across runs.
     """
 
     def __init__(self, world: World, *, rewind: int = 2, dt: float = 1 / 60,

@@ -171,11 +171,12 @@ class RestoreEvent:
     @property
     def snapshot(self) -> Snapshot:
         """The state restored. ``world.load`` takes over the file's memory instead of
-        copying it, so after a load this is ``world.snapshot()`` taken on first use (the
-        world as the callbacks before this one left it); callbacks that never ask pay
-        nothing. Asked for the first time after the callbacks are done, it is the loaded
-        state while the world has not changed since, and a ``RuntimeError`` once it has
-        (the loaded state is gone: ask during the callback)."""
+        copying it, and a ``Rollback`` restores from buffers it overwrites later, so after
+        those this is ``world.snapshot()`` taken on first use (the world as the callbacks
+        before this one left it); callbacks that never ask pay nothing. Asked for the
+        first time after the callbacks are done, it is the restored state while the world
+        has not changed since, and a ``RuntimeError`` once it has (that state is gone:
+        ask during the callback)."""
         if self._snapshot is None:
             world = self._world
             if world is None:

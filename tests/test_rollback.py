@@ -17,7 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ecs_engine import NULL, DesyncError, Entity, Rollback, SyncTest, World, component
+from ecs_engine import (
+    NULL,
+    DesyncError,
+    Entity,
+    RestoreCallbackError,
+    Rollback,
+    SyncTest,
+    World,
+    component,
+)
 from ecs_engine.components import Bouncer, Health, Player, Velocity
 from ecs_engine.demo.__main__ import main as demo_main
 from ecs_engine.demo.game import DT, INPUT_ACTIONS, Game
@@ -404,3 +413,45 @@ def test_systems_changing_the_input_resource_do_not_change_the_record() -> None:
     for frame in range(6):
         rb.advance({"cmd": frame % 4, "queue": []})
     assert [rb.inputs(f) for f in range(2, 6)] == [{"cmd": c, "queue": []} for c in (2, 3, 0, 1)]
+
+
+def test_the_snapshot_a_rollback_hands_its_callbacks_stays_the_restored_state() -> None:
+    """Frames live in recycled buffers: the event's snapshot must not be a view of them
+    (a callback keeping it would see later frames' values, and restoring it later
+    would bring those back)."""
+    world = toy_world(3)
+    rb = Rollback(world, frames=8, dt=DT)
+    for c in range(6):
+        rb.advance({"cmd": c})
+    kept: list[Any] = []
+    world.on_restore(lambda w, event: kept.append((event.snapshot, world_state(w),
+                                                   w.state_hash())))
+    rb.restore(2)
+    snap, state, hashed = kept[0]
+    for c in range(12):  # every buffer of the ring is written over (frame 2: by frame 10)
+        rb.advance({"cmd": 9 + c})
+    assert snap.tick == 2
+    after = World(seed=3)
+    after.restore(snap)
+    assert world_state(after) == state and after.state_hash() == hashed
+
+
+def test_a_failing_callback_does_not_cut_a_rollback_short() -> None:
+    world = toy_world(5)
+    rb = Rollback(world, frames=8, dt=DT)
+    for c in range(6):
+        rb.advance({"cmd": c})
+    expected = straight(5, [0, 1, 2, 40, 41, 42])
+    calls: list[str] = []
+
+    def failing(w: World, event: Any) -> None:
+        calls.append(event.source)
+        raise KeyError("a callback's own bug")
+
+    world.on_restore(failing)
+    with pytest.raises(RestoreCallbackError) as info:
+        rb.rollback(3, [{"cmd": c} for c in (40, 41, 42)])
+    assert calls == ["rollback"]
+    assert "re-simulation to frame 6 ran" in "".join(info.value.__notes__)
+    assert world.tick == 6 and all(rb.held(f) for f in range(6))
+    assert world.state_hash() == expected.state_hash()
