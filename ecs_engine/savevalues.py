@@ -77,13 +77,26 @@ def _array_payload(arr: np.ndarray) -> bytes:
     return bytes([len(dtype)]) + dtype + bytes([arr.ndim]) + dims + le.tobytes()
 
 
-def to_wire(value: Any, where: str, depth: int = 0) -> Any:
+def to_wire(value: Any, where: str, depth: int = 0,
+            seen: dict[int, str] | None = None) -> Any:
     """``value`` as msgpack-native data plus ext types.
 
     ``TypeError`` naming ``where`` (e.g. ``resources['grid']``) for unsupported types,
-    ``ValueError`` for nesting deeper than ``MAX_DEPTH``.
+    ``ValueError`` for nesting deeper than ``MAX_DEPTH`` and for a list, dict or array
+    reached twice (a file holds values: the two would load as two, and a hash that
+    cannot see the sharing would call states equal that go on differently).
     """
     kind = type(value)
+    if kind is list or kind is dict or kind is np.ndarray:
+        if seen is None:
+            seen = {}
+        first = seen.get(id(value))
+        if first is not None:
+            raise ValueError(f"{where} is the same {kind.__name__} object as {first}: "
+                             f"saves and state hashes hold values, so the two would load "
+                             f"as separate copies; keep one and look it up by name, or "
+                             f"store a copy")
+        seen[id(value)] = where
     if value is None or kind in (bool, float, str, bytes):
         return value
     if kind is int:
@@ -95,13 +108,14 @@ def to_wire(value: Any, where: str, depth: int = 0) -> Any:
         if depth >= MAX_DEPTH:
             raise ValueError(f"{where}: nested deeper than {MAX_DEPTH} levels")
         if kind is list:
-            return [to_wire(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+            return [to_wire(v, f"{where}[{i}]", depth + 1, seen)
+                    for i, v in enumerate(value)]
         out = {}
         for k, v in value.items():
             if type(k) is not str:
                 raise TypeError(f"{where}: dict key {k!r} is not a str (save-file dict keys "
                                 f"must be str)")
-            out[k] = to_wire(v, f"{where}[{k!r}]", depth + 1)
+            out[k] = to_wire(v, f"{where}[{k!r}]", depth + 1, seen)
         return out
     # exactly ndarray: subclasses (masked arrays, matrices) would lose their extras
     if (kind is np.ndarray or isinstance(value, np.generic)) and portable_dtype(value.dtype):

@@ -8,9 +8,11 @@ components were registered in; save bytes must be equal for equal states too.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -215,3 +217,23 @@ def test_a_tick_outside_int64_is_refused_by_save_and_hash(tmp_path: Any) -> None
     other = World()
     other.load(tmp_path / "t.sav")
     assert other.tick == 2**63 - 1 and other.state_hash() == world.state_hash()
+
+
+def test_resources_sharing_one_object_are_refused_by_hashes_and_saves(tmp_path: Path) -> None:
+    """Two names for one list are one list in the world but two in a file, and a hash of
+    the values cannot tell them from two lists: refused, naming both places."""
+    world = World(seed=1)
+    shared: list[int] = []
+    world.resources["spawned"] = shared
+    world.resources["log"] = {"entries": shared}
+    for call in (world.state_hash, lambda: world.save(tmp_path / "a.sav"),
+                 lambda: world.snapshot().to_bytes()):
+        with pytest.raises(ValueError, match=r"resources\['log'\]\['entries'\] is the same "
+                                             r"list object as resources\['spawned'\]"):
+            call()
+    assert not (tmp_path / "a.sav").exists()
+    world.resources["log"] = {"entries": list(shared)}  # a copy: fine
+    world.save(tmp_path / "a.sav")
+    twin = World(seed=1)
+    twin.resources["spawned"], twin.resources["log"] = [], {"entries": []}
+    assert world.state_hash() == twin.state_hash()
