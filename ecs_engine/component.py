@@ -204,9 +204,24 @@ class ComponentSchema:
         return out
 
     @cached_property
+    def narrow_floats(self) -> frozenset[str]:
+        """One-value float32/float16 fields. A NaN of those types written through a
+        Python float (``tolist()``, a row tuple) is widened and narrowed back, which
+        quiets a signalling NaN's payload; a numpy scalar of the field's type is written
+        bit for bit. So their single values and NaN defaults are kept as numpy scalars
+        (converters, ``default_row``), and a batch column with a NaN is written through
+        numpy scalars (``ComponentBase._row_tuples``)."""
+        return frozenset(f.name for f in self.fields
+                         if not f.shape and f.dtype.kind == "f" and f.dtype.itemsize < 8)
+
+    @cached_property
     def default_row(self) -> tuple[Any, ...]:
-        """The default row as a tuple of Python values, in field order."""
-        return tuple(self.defaults[0].item())
+        """The default row as a tuple of Python values, in field order (a NaN default of
+        a float32/float16 field as a numpy scalar: its bits, see ``narrow_floats``)."""
+        row = self.defaults[0]
+        narrow = self.narrow_floats
+        return tuple(row[name] if name in narrow and np.isnan(row[name]) else value
+                     for name, value in zip(self.field_names, row.item(), strict=True))
 
     @cached_property
     def exact_bounds(self) -> dict[str, tuple[type, Any, Any]]:
@@ -404,6 +419,7 @@ def _converter(schema: ComponentSchema, spec: FieldSpec) -> Callable[[Any], tupl
     # for it, without its lookups: a respawn of a few entities passes such slices).
     if kind == "f":
         big = float(np.finfo(dtype).max)
+        narrow = name in schema.narrow_floats
 
         def to_float(value: Any) -> tuple[Any, int | None]:
             t = type(value)
@@ -414,7 +430,12 @@ def _converter(schema: ComponentSchema, spec: FieldSpec) -> Callable[[Any], tupl
                 return float(value), None
             elif t is np.ndarray and value.ndim == 1 and value.dtype == dtype:
                 return value, len(value)
-            return slow(name, value)
+            if not narrow:
+                return slow(name, value)
+            arr, count = slow(name, value)
+            if count is None and type(arr) is np.ndarray and arr.ndim == 0:
+                return arr[()], None  # a numpy scalar: written bit for bit (a NaN's payload)
+            return arr, count
 
         return to_float
     if kind in "iu":
@@ -580,11 +601,15 @@ class ComponentBase:
         values = self._values
         if not values:
             return [schema.default_row] * n
+        narrow = schema.narrow_floats
         columns: list[Any] = []
         for name, default in zip(schema.field_names, schema.default_row, strict=True):
             value = values.get(name, default)
             if isinstance(value, np.ndarray) and value.ndim:
-                columns.append(value.tolist())  # a batch: exact Python scalars
+                column = value.tolist()  # a batch: exact Python scalars
+                if name in narrow and (total := sum(column)) != total:
+                    return None  # a NaN (or inf - inf): _write_row keeps its bits
+                columns.append(column)
             else:
                 columns.append(itertools.repeat(value, n))
         return list(zip(*columns, strict=True))

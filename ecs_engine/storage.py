@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,38 @@ def removal_plan(rows: np.ndarray, bounds: list[int]) -> tuple[np.ndarray, np.nd
         keep = np.ones(len(sources), np.bool_)
         keep[np.searchsorted(sources, gone)] = False
         sources = sources[keep]
+    return holes, sources, cut
+
+
+def few_removal_plan(rows: list[int], bounds: list[int]) -> tuple[list[int], list[int],
+                                                                  list[int]]:
+    """``removal_plan`` of a few rows, in Python (no numpy call's fixed cost): ``rows``
+    are distinct and ascending; returns ``(holes, sources, cut)`` as lists, the same
+    values. Moving ``sources[j]`` to ``holes[j]`` one row at a time in that order gives
+    the vectorised result: each hole lies below its source, and a source that is also
+    a hole (a run's tail, vacated for the next run) is read before it is filled."""
+    holes: list[int] = []
+    sources: list[int] = []
+    cut: list[int] = []
+    start = new_start = done = 0
+    for bound in bounds:
+        c = bisect_left(rows, bound, done)
+        cut.append(c)
+        end = bound - c
+        low = end if end > start else start
+        gap_end = start if start < end else end
+        if gap_end > new_start:
+            holes.extend(range(new_start, gap_end))
+        j = bisect_left(rows, low, done, c)
+        if j > done:
+            holes.extend(rows[done:j])
+        if bound > low:
+            if c > j:
+                removed = rows[j:c]
+                sources.extend([row for row in range(low, bound) if row not in removed])
+            else:
+                sources.extend(range(low, bound))
+        start, new_start, done = bound, end, c
     return holes, sources, cut
 
 
@@ -489,6 +522,34 @@ class ComponentStore:
         self.n = end
         self._touch_layout_rows(row, group_last)
         self.chunk_marks[end // CHUNK_ROWS] = self.data_version  # the third row that moved
+
+    def remove_few(self, slots: list[int], rows: list[int], holes: list[int],
+                   sources: list[int], new_n: int) -> None:
+        """``remove_runs`` of a few rows, one row move at a time: ``rows`` (of the keys
+        in ``slots``) leave, ``holes``/``sources`` are their ``few_removal_plan`` and
+        ``new_n`` the row count after. Only the chunks of rows that changed move."""
+        sparse = self.sparse
+        for slot in slots:
+            sparse[slot] = -1
+        if holes:
+            move = self._move_one
+            for dst, src in zip(holes, sources, strict=True):
+                move(dst, src)
+        last = self.n - 1
+        self.n = new_n
+        version = next(self._versions)
+        self.layout_version = version
+        self.data_version = version
+        self.clock.stamp += 1
+        marks = self.chunk_marks
+        if last < CHUNK_ROWS:  # (every changed row in the first chunk)
+            marks[0] = version
+            return
+        for row in holes:
+            marks[row // CHUNK_ROWS] = version
+        for row in rows:
+            marks[row // CHUNK_ROWS] = version
+        marks[last // CHUNK_ROWS] = version
 
     def remove_rows(self, rows: np.ndarray, slots: np.ndarray | None = None) -> None:
         """Swap-remove distinct rows: the last live rows fill the holes. ``slots``: the

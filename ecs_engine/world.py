@@ -54,7 +54,7 @@ from ecs_engine.snapshot import (
     take_snapshot,
 )
 from ecs_engine.statehash import state_hash
-from ecs_engine.storage import ComponentStore, LayoutClock, removal_plan
+from ecs_engine.storage import ComponentStore, LayoutClock, few_removal_plan, removal_plan
 
 if TYPE_CHECKING:
     from ecs_engine.lookahead import KeyLookahead
@@ -76,6 +76,24 @@ class System:
 
     name: str
     fn: SystemFn
+
+
+def _remove_in_runs(store: ComponentStore, row: int, slot: int, sizes: list[int]) -> None:
+    """Remove one row of a group's store as ``Group.remove_one`` does in each store (the
+    last row of each prefix holding it fills the hole, then the store's last row), with
+    ``sizes`` the prefixes' sizes (outermost first; updated: the row leaves them)."""
+    lasts: list[int] = []  # the last row of each prefix holding the row, outermost first
+    for depth, size in enumerate(sizes):
+        if row >= size:
+            break
+        lasts.append(size - 1)
+        sizes[depth] = size - 1
+    if not lasts:
+        store.remove_one(row, slot)
+    elif len(lasts) == 1:
+        store.remove_group_one(row, slot, lasts[0])
+    else:
+        store.remove_chain(row, slot, lasts[::-1])
 
 
 class World:
@@ -283,13 +301,12 @@ class World:
         self._check_new_types(comps, "spawn")
         if count not in (None, 1):
             raise ValueError(f"spawn: got a batch of {count}; use spawn_batch for batches")
-        linked = False
-        for comp in comps:  # create stores now so a bad type fails before allocating
-            ctype = type(comp)
-            linked |= ctype is ChildOf
-            self._store(ctype)
-        if linked:
+        linked = any(type(comp) is ChildOf for comp in comps)
+        if linked:  # (a dead parent refuses the call before any store is created)
             comps, parents = self._split_parents(comps, 1, "spawn")
+            self._store(ChildOf)
+        for comp in comps:  # create stores now so a bad type fails before allocating
+            self._store(type(comp))
         comps = self._snapshot_values(comps)
         keys, first = self._allocate(1)
         if self._deferring:
@@ -365,17 +382,18 @@ class World:
             raise ValueError(f"spawn_batch: count={count} but the batch has {n} rows")
         if n < 0:
             raise ValueError(f"spawn_batch: count must be >= 0, got {n}")
-        linked = False
+        linked = any(type(comp) is ChildOf for comp in comps)
+        if linked:  # (a dead parent refuses the call before any store is created)
+            comps, parents = self._split_parents(comps, n, "spawn_batch")
+            self._store(ChildOf)
         for comp in comps:
-            ctype = type(comp)
-            linked |= ctype is ChildOf
-            self._store(ctype)
+            self._store(type(comp))
+        made: list[int] | None = None
         if n <= SMALL_SPAWN and not self._open_queries and not linked:
-            stores = [self._stores[type(comp)] for comp in comps]
-            keys = np.array(self._spawn_rows(comps, stores, n), KEY_DTYPE)
+            made = self._spawn_rows(comps, [self._stores[type(comp)] for comp in comps], n)
+        if made is not None:
+            keys = np.array(made, KEY_DTYPE)
         else:
-            if linked:
-                comps, parents = self._split_parents(comps, n, "spawn_batch")
             comps = self._snapshot_values(comps)
             keys, first = self._allocate(n)
             if self._deferring:
@@ -427,14 +445,18 @@ class World:
             picked.append(store)
         if n is None or not 0 < n <= SMALL_SPAWN:
             return None
-        keys = np.array(self._spawn_rows(components, picked, n), KEY_DTYPE)
+        few = self._spawn_rows(components, picked, n)
+        if few is None:
+            return None
+        keys = np.array(few, KEY_DTYPE)
         keys.flags.writeable = False  # the caller's copy; stores hold their own
         return keys
 
     def _spawn_rows(self, comps: Sequence[Any], stores: list[ComponentStore],
-                    n: int) -> list[int]:
+                    n: int) -> list[int] | None:
         """``spawn_batch`` of a few entities (checked components, their ``stores``), one
-        entity at a time: for small batches, numpy's per-call cost outweighs the rows."""
+        entity at a time: for small batches, numpy's per-call cost outweighs the rows.
+        None (nothing done) where that would leave other rows than ``_attach``."""
         # The groups the entities join (every store of theirs is given): in those stores
         # each entity takes the row after the group's prefix, as in _spawn_one (the
         # layout of an append and a swap into the prefix, in one move).
@@ -443,6 +465,8 @@ class World:
             owner = store.owner
             if owner is not None and owner.root not in joined:
                 joined += join_levels(stores, owner.root)
+        if joined and n > 1 and not self._inserts_exact(stores, joined, n):
+            return None
         # Every row as a tuple in field order, converted once (None: a field with a
         # per-row shape, written by _write_row).
         rows = [comp._row_tuples(n) for comp in comps]
@@ -467,6 +491,30 @@ class World:
             keys.append(key)
         return keys
 
+    @staticmethod
+    def _inserts_exact(stores: list[ComponentStore], joined: list[Group], n: int) -> bool:
+        """Whether ``n`` entities joining the levels ``joined`` one at a time (each level's
+        first row past its prefix moving to the end of that stretch, ``insert_chain``)
+        leave the rows ``_attach`` leaves (all ``n`` appended, then each level's
+        ``enter_appended`` moving them as a block). Each stretch a level's prefix grows
+        into (a store's rows past its owner's prefix; an outer level's prefix past the
+        level's), of ``m`` rows, ends rotated by ``n`` (mod ``m``) one at a time; as a
+        block it is rotated by ``n`` when ``m >= n`` and kept in order when ``m < n``:
+        the same unless ``1 < m < n`` and ``m`` does not divide ``n``."""
+        for store in stores:
+            owner = store.owner
+            if owner is not None and owner in joined:
+                m = store.n - owner.size
+                if 1 < m < n and n % m:
+                    return False
+        for level in joined:
+            outer = level.outer
+            if outer is not None:
+                m = outer.size - level.size
+                if 1 < m < n and n % m:
+                    return False
+        return True
+
     def despawn(self, entity: KeyLike) -> None:
         """Destroy an entity and all its components. ``KeyError`` if not alive."""
         if type(entity) is int and not self._open_queries and not self._pending_despawn:
@@ -488,8 +536,12 @@ class World:
         if not self._open_queries:
             few = self._few_live_keys(keys)
             if few is not None and not self._parents_among(few):
-                for key in few:  # (no subtrees to take along: row by row)
-                    self._destroy_one(key)
+                if len(few) > 2:  # (no subtrees to take along: row by row)
+                    self._destroy_few(few)
+                elif len(few) == 2:
+                    self._destroy_two(few[0], few[1])
+                elif few:
+                    self._destroy_one(few[0])
                 return
         arr = self._check_alive_batch(keys, "despawn_batch").copy()
         if self._deferring:
@@ -648,6 +700,106 @@ class World:
                     else:
                         store.remove_one(row, slot)
         self._slots.release_one(slot)
+
+    def _destroy_two(self, key: int, other: int) -> None:
+        """``_destroy_few`` of two keys, cheaper: in each store, removing the higher row
+        first and then the lower one, each as ``_destroy_one`` removes a row (the runs'
+        last rows filling the holes), leaves the rows ``removal_plan`` leaves (not so
+        for three rows or more, nor for two the other way round)."""
+        slot, other_slot = key & SLOT_MASK, other & SLOT_MASK
+        shrunk: dict[Group, int] = {}  # each group's size once the keys are gone
+        for store in self._stores.values():
+            if not store.n:
+                continue
+            item = store.sparse.item
+            high, low = item(slot), item(other_slot)
+            high_slot, low_slot = slot, other_slot
+            if high < low:
+                high, low, high_slot, low_slot = low, high, other_slot, slot
+            if high < 0:
+                continue
+            owner = store.owner
+            if owner is None:
+                store.remove_one(high, high_slot)
+                if low >= 0:
+                    store.remove_one(low, low_slot)
+                continue
+            if owner.inner is None:  # one prefix (the common case, inline)
+                size = owner.size
+                if high < size:
+                    size -= 1
+                    store.remove_group_one(high, high_slot, size)
+                else:
+                    store.remove_one(high, high_slot)
+                if low >= 0:
+                    if low < size:
+                        size -= 1
+                        store.remove_group_one(low, low_slot, size)
+                    else:
+                        store.remove_one(low, low_slot)
+                shrunk[owner] = size  # (the same in each of its stores)
+                continue
+            levels = owner.chain()  # outermost first: the prefixes a row may lie in
+            sizes = [level.size for level in levels]
+            _remove_in_runs(store, high, high_slot, sizes)
+            if low >= 0:
+                _remove_in_runs(store, low, low_slot, sizes)
+            for level, size in zip(levels, sizes, strict=True):
+                shrunk[level] = size
+        for group, size in shrunk.items():
+            group._set_size(size)
+        release = self._slots.release_one
+        release(slot)
+        release(other_slot)
+
+    def _destroy_few(self, keys: list[int]) -> None:
+        """``_destroy`` of a few distinct live keys none of which is a parent, row by row
+        (no temporary arrays) yet with ``_destroy``'s rows: each store moves the rows
+        ``removal_plan`` moves (``few_removal_plan``), not a swap-removal per key, which
+        would leave another order (row order is state: hashes, query order)."""
+        slots = [key & SLOT_MASK for key in keys]
+        shrunk: dict[Group, int] = {}  # each group's size once the keys are gone
+        # the last group plan: (owner, row count, rows, plan); the next store of the same
+        # group with the same rows and row count uses it again
+        last: tuple[Group, int, list[int], tuple[list[int], list[int], list[int]]] | None
+        last = None
+        for store in self._stores.values():
+            n = store.n
+            if not n:
+                continue
+            rows = list(map(store.sparse.item, slots))
+            gone = slots
+            if min(rows) < 0:
+                gone = [slot for slot, row in zip(slots, rows, strict=True) if row >= 0]
+                if not gone:
+                    continue
+                rows = [row for row in rows if row >= 0]
+            rows.sort()
+            owner = store.owner
+            if owner is None:  # one run: remove_rows' moves
+                new_n = n - len(rows)
+                holes = [row for row in rows if row < new_n]
+                sources = [row for row in range(new_n, n) if row not in rows] if holes else holes
+                store.remove_few(gone, rows, holes, sources, new_n)
+                continue
+            if last is not None and last[0] is owner and last[1] == n and last[2] == rows:
+                plan = last[3]
+            else:
+                levels = owner.chain()  # the store's runs: innermost first, then the rest
+                bounds = [level.size for level in reversed(levels)]
+                bounds.append(n)
+                plan = few_removal_plan(rows, bounds)
+                cut = plan[2]
+                depth = len(levels)
+                for i, level in enumerate(levels):  # (the same in each of its stores)
+                    shrunk[level] = level.size - cut[depth - 1 - i]
+                last = (owner, n, rows, plan)
+            store.remove_few(gone, rows, plan[0], plan[1], n - plan[2][-1])
+        for group, size in shrunk.items():
+            group._set_size(size)
+        release = self._slots.release_one
+        for slot in slots:
+            release(slot)
 
     def _destroy(self, keys: np.ndarray) -> None:
         if self._flushing:  # a deferred despawn: an earlier one may have taken these keys
