@@ -174,7 +174,11 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], objec
     mode = _mode_for(target)
     try:
         fd, tmp = _create_temp(folder, target)
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
+        if folder.is_dir():  # (some folders refuse new files so: /proc)
+            raise FileNotFoundError(exc.errno, f"cannot save: cannot create a file in the "
+                                               f"folder {os.fspath(folder)!r} "
+                                               f"({exc.strerror})", os.fspath(path)) from None
         raise FileNotFoundError(errno.ENOENT, f"cannot save: the folder {os.fspath(folder)!r} "
                                               f"does not exist", os.fspath(path)) from None
     except OSError as exc:  # (the user's path in the error, not the temp file's)

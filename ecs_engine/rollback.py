@@ -412,14 +412,26 @@ class Rollback:
             raise ValueError(f"rollback: frames {gaps[0]}..{gaps[-1]} were not recorded "
                              f"(the world ticked outside Rollback.advance); held frames "
                              f"must reach the present")
+        world = self.world
+        jumps = world._jumps
+        failed: RestoreCallbackError | None = None
         try:
             self.restore(to_frame)
         except RestoreCallbackError as exc:  # the restore stands: finish the rollback
-            exc.add_note(f"raised by on_restore callbacks after rolling back to frame "
-                         f"{to_frame}; the re-simulation to frame {present} ran after it")
-            self._resimulate(plan)
-            raise
+            failed = exc
+        if world.tick != to_frame or world._jumps != jumps:
+            # A callback stepped, restored or loaded: re-simulating from there would run
+            # the frames' inputs on other ticks (and record a path that never happened).
+            raise RuntimeError(
+                f"rollback: an on_restore callback moved the world (to tick {world.tick}) "
+                f"while rolling back to frame {to_frame}; callbacks may rebuild derived "
+                f"state but not step, restore or load. Nothing was re-simulated: the "
+                f"world is where the callback left it") from failed
         self._resimulate(plan)
+        if failed is not None:
+            failed.add_note(f"raised by on_restore callbacks after rolling back to frame "
+                            f"{to_frame}; the re-simulation to frame {present} ran after it")
+            raise failed
 
     def _resimulate(self, plan: list[Any]) -> None:
         world = self.world

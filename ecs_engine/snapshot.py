@@ -882,15 +882,26 @@ def run_restore_callbacks(world: World, event: RestoreEvent) -> None:
         raise RestoreCallbackError(errors) from errors[0][1]
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: Any, b: Any, pairs: set[tuple[int, int]] | None = None) -> bool:
     """Deep equality for change detection: numpy arrays by value, NaN equal to NaN, and
     objects without their own ``==`` by their attributes (a restore deep-copies them, so
-    identity would call every restored object changed)."""
+    identity would call every restored object changed). Containers that hold themselves
+    compare without end otherwise: a pair of containers met again while being compared
+    counts as equal (any difference shows elsewhere in the comparison)."""
+    if isinstance(a, dict | list | tuple) or (
+            isinstance(a, np.ndarray) and a.dtype.kind == "O") or hasattr(a, "__dict__"):
+        if pairs is None:
+            pairs = set()
+        pair = (id(a), id(b))
+        if pair in pairs:
+            return True
+        pairs.add(pair)
     if isinstance(a, np.ndarray | np.generic) or isinstance(b, np.ndarray | np.generic):
         if type(a) is not type(b) or a.dtype != b.dtype or np.shape(a) != np.shape(b):
             return False
         if a.dtype.kind == "O":
-            return all(_same(x, y) for x, y in zip(np.ravel(a), np.ravel(b), strict=True))
+            return all(_same(x, y, pairs)
+                       for x, y in zip(np.ravel(a), np.ravel(b), strict=True))
         if a.dtype.kind in "fc":
             return bool(np.array_equal(a, b, equal_nan=True))
         return np.asarray(a).tobytes() == np.asarray(b).tobytes()
@@ -898,10 +909,10 @@ def _same(a: Any, b: Any) -> bool:
         return type(a) is type(b)  # NaN
     if isinstance(a, dict):
         return (type(a) is type(b) and a.keys() == b.keys()
-                and all(_same(v, b[k]) for k, v in a.items()))
+                and all(_same(v, b[k], pairs) for k, v in a.items()))
     if isinstance(a, list | tuple):
         return (type(a) is type(b) and len(a) == len(b)
-                and all(_same(x, y) for x, y in zip(a, b, strict=True)))
+                and all(_same(x, y, pairs) for x, y in zip(a, b, strict=True)))
     if type(a) is not type(b):
         return False
     try:
@@ -912,7 +923,7 @@ def _same(a: Any, b: Any) -> bool:
     if type(a).__eq__ is object.__eq__:  # identity only: compare what copying preserves
         state_a, state_b = getattr(a, "__dict__", None), getattr(b, "__dict__", None)
         if state_a is not None and state_b is not None and a is not b:
-            return _same(state_a, state_b)
+            return _same(state_a, state_b, pairs)
     return False
 
 

@@ -287,3 +287,18 @@ def test_a_capacity_or_budget_that_bounds_nothing_is_refused(kwargs: dict[str, o
 def test_numpy_integers_are_whole_numbers_for_the_bounds() -> None:
     history = History(capacity=np.int64(5), max_bytes=np.uint32(1 << 20))
     assert (history.capacity, history.max_bytes) == (5, 1 << 20)
+
+
+def test_rewind_compares_resources_that_contain_themselves() -> None:
+    """Saves refuse such a resource, but snapshots and History keep it (deepcopy keeps
+    the cycle); comparing the live state with a snapshot must not recurse forever."""
+    world = World(seed=2)
+    loop: list[object] = [1]
+    loop.append(loop)
+    world.resources["a"] = loop
+    history = History()
+    history.record(world)
+    world.step(1 / 60)
+    history.record(world)
+    assert history.rewind(world) is not None
+    assert world.tick == 0 and world.resources["a"][1] is world.resources["a"]

@@ -455,3 +455,29 @@ def test_a_failing_callback_does_not_cut_a_rollback_short() -> None:
     assert "re-simulation to frame 6 ran" in "".join(info.value.__notes__)
     assert world.tick == 6 and all(rb.held(f) for f in range(6))
     assert world.state_hash() == expected.state_hash()
+
+
+@pytest.mark.parametrize("move", ["step", "advance", "restore"])
+def test_a_callback_that_moves_the_world_stops_the_rollback_with_an_error(move: str) -> None:
+    world = toy_world(6)
+    rb = Rollback(world, frames=8, dt=DT)
+    first = world.snapshot()
+    for c in range(10):
+        rb.advance({"cmd": c})
+    moved: list[bool] = []
+
+    def callback(w: World, event: Any) -> None:
+        if not moved:
+            moved.append(True)
+            if move == "step":
+                w.step(DT)
+            elif move == "advance":
+                rb.advance({"cmd": 1})
+            else:
+                w.restore(first)
+
+    world.on_restore(callback)
+    with pytest.raises(RuntimeError, match="an on_restore callback moved the world .* "
+                                           "rolling back to frame 6"):
+        rb.rollback(6)
+    assert world.tick == (0 if move == "restore" else 7)  # where the callback left it

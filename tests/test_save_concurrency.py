@@ -231,3 +231,16 @@ def test_a_folder_that_refuses_a_new_file_names_the_users_path(
         marked_world(3, 4).save(path)
     assert info.value.filename == os.fspath(path) and ".tmp" not in str(info.value)
     assert path.read_bytes() == old
+
+
+def test_a_folder_that_exists_but_answers_no_such_file_is_not_called_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (/proc answers a new file with ENOENT though it exists.)
+    def refuse(*args: object, dir: str = "", **kw: object) -> tuple[int, str]:
+        raise FileNotFoundError(2, "No such file or directory", os.path.join(dir, ".x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(FileNotFoundError, match="cannot create a file in the folder") as info:
+        marked_world(1, 2).save(tmp_path / "x.sav")
+    assert "does not exist" not in str(info.value)
+    assert info.value.filename == os.fspath(tmp_path / "x.sav")
