@@ -321,3 +321,39 @@ def test_with_every_slot_free_no_key_is_alive() -> None:
     for key in (0, 1 << 32, 0xFFFF_FFFF_FFFF_FFFF):
         index = KeyIndex.build(np.array([key], np.uint64), table, 4)
         assert not index.alive
+
+
+@pytest.mark.parametrize("where", [0.3, 0.7, -9])  # -9: the last byte the checksum covers
+def test_the_helper_thread_hashes_every_byte_the_checksum_covers(
+        big: tuple[Path, object], tmp_path: Path, where: float) -> None:
+    """On a big file the key-check thread hashes the pieces as they arrive (the main
+    thread only reads): a flipped bit anywhere is still found."""
+    path, _ = big
+    data = bytearray(path.read_bytes())
+    at = int(len(data) * where) if where > 0 else len(data) + int(where)
+    data[at] ^= 0x10
+    bad = tmp_path / "flipped.sav"
+    bad.write_bytes(bytes(data))
+    world = target()
+    before = world_state(world)
+    with pytest.raises(SaveFileError, match="damaged"):
+        world.load(bad)
+    assert world_state(world) == before
+
+
+def test_a_helper_failing_half_way_leaves_the_rest_of_the_hash_to_the_main_thread(
+        big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, expected = big
+    real = lookahead.arriving_columns
+
+    def failing_late(buf: np.ndarray, size: int,
+                     wait: object) -> Iterator[tuple[str, str, np.ndarray]]:
+        for kind, name, arr in real(buf, size, wait):  # type: ignore[arg-type]
+            yield kind, name, arr
+            if kind == "keys":
+                raise MemoryError("no room for the next index")
+
+    monkeypatch.setattr(lookahead, "arriving_columns", failing_late)
+    world = target()
+    world.load(path)
+    assert world_state(world) == expected
