@@ -23,6 +23,17 @@ class SlotTable:
     free: np.ndarray  # int64 free-list stack; the last entry is reused first
 
 
+@dataclass(frozen=True)
+class PreparedSlots:
+    """``table`` laid out in a slot map's arrays ahead of a restore (``SlotMap.prepare``),
+    for ``set_table`` to take as they are."""
+
+    table: SlotTable
+    generations: np.ndarray
+    alive: np.ndarray
+    free: np.ndarray
+
+
 class SlotMap:
     """Generational slot allocator. Keys are ``generation << 32 | slot``; generation >= 1."""
 
@@ -40,7 +51,7 @@ class SlotMap:
     def _bind(self) -> None:
         """Memoryviews of the three arrays, for one-item reads and writes (Python ints
         and bools in and out, at half the cost of numpy's ``item`` and item assignment).
-        Rebound whenever an array is replaced (only ``_grow`` replaces them)."""
+        Rebound whenever an array is replaced (``_grow``, ``set_table``)."""
         self.gen_items = self.generations.data
         self.alive_items = self.alive.data
         self.free_items = self.free.data
@@ -175,19 +186,45 @@ class SlotMap:
         return SlotTable(self.generations[:hw].copy(), self.alive[:hw].copy(),
                          self.free[: self.n_free].copy())
 
-    def set_table(self, table: SlotTable, version: int) -> None:
-        """Replace the allocator state with a copy of ``table`` (whose state is ``version``)."""
+    def prepare(self, table: SlotTable) -> PreparedSlots:
+        """New arrays holding ``table`` at the capacity ``set_table`` gives it, built
+        before a restore may change anything (a load builds them while its key checks
+        finish) and then taken by ``set_table`` with no copy."""
         hw = len(table.generations)
-        if hw > self.capacity:
-            self._grow(hw)
-        # Slots past the high-water mark are already pristine up to the old mark.
-        old_hw = self.high_water
-        self.generations[:hw] = table.generations
-        self.generations[hw:old_hw] = 1
-        self.alive[:hw] = table.alive
-        self.alive[hw:old_hw] = False
+        if hw > MAX_SLOTS:
+            raise MemoryError(f"slot map full: {hw} slots needed, at most {MAX_SLOTS}")
+        cap = max(hw, 2 * self.capacity) if hw > self.capacity else self.capacity
+        gens = np.empty(cap, np.uint32)
+        gens[:hw] = table.generations
+        gens[hw:] = 1
+        alive = np.empty(cap, np.bool_)
+        alive[:hw] = table.alive
+        alive[hw:] = False
+        free = np.zeros(cap, np.int64)  # (calloc: pages past the list stay untouched)
+        free[: len(table.free)] = table.free
+        return PreparedSlots(table, gens, alive, free)
+
+    def set_table(self, table: SlotTable, version: int,
+                  prepared: PreparedSlots | None = None) -> None:
+        """Replace the allocator state with a copy of ``table`` (whose state is ``version``),
+        or with ``prepared``'s arrays when they were made from ``table`` for this map."""
+        hw = len(table.generations)
+        if (prepared is not None and prepared.table is table
+                and len(prepared.generations) >= max(hw, self.capacity)):
+            self.generations, self.alive, self.free = (prepared.generations,
+                                                       prepared.alive, prepared.free)
+            self._bind()
+        else:
+            if hw > self.capacity:
+                self._grow(hw)
+            # Slots past the high-water mark are already pristine up to the old mark.
+            old_hw = self.high_water
+            self.generations[:hw] = table.generations
+            self.generations[hw:old_hw] = 1
+            self.alive[:hw] = table.alive
+            self.alive[hw:old_hw] = False
+            self.free[: len(table.free)] = table.free
         self.n_free = len(table.free)
-        self.free[: self.n_free] = table.free
         self.high_water = hw
         # every dead slot is on the free list exactly once (restores validate foreign
         # tables), so no pass over the alive flags is needed

@@ -20,7 +20,7 @@ from ecs_engine.entity import KEY_DTYPE, SLOT_BITS
 from ecs_engine.group import Group, nested_outer
 from ecs_engine.memcopy import as_bytes, pack_copies, root_of, take_over
 from ecs_engine.plaincopy import copy_resources
-from ecs_engine.slotmap import SlotTable
+from ecs_engine.slotmap import PreparedSlots, SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 
 if TYPE_CHECKING:
@@ -502,20 +502,11 @@ def live_view(world: World) -> Snapshot:
     )
 
 
-def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
-                      indexed: dict[str, KeyIndex] | None = None) -> dict[str, np.ndarray]:
-    """Check a snapshot from elsewhere (a file) is self-consistent before touching the world.
-
-    Returns each store's new sparse index (``slot -> row`` for the world's slot capacity),
-    built by the same passes that check the store, for the restore to adopt. Linear time,
-    a few vectorised passes per store: keys are checked alive by one gather from a table
-    of live keys, and unique by scattering their rows into the index and counting the
-    slots that took one (a slot named twice keeps one row). ``indexed``: stores' keys
-    already checked (``KeyIndex``, e.g. while the file was read), used where they fit.
-    """
+def check_slot_table(table: SlotTable) -> None:
+    """``SaveFileError`` unless a slot table from elsewhere is self-consistent: one alive
+    flag per slot, every dead slot on the free list once, no generation 0."""
     from ecs_engine.savefile import SaveFileError
 
-    table = snap.slots
     hw = len(table.generations)
     if len(table.alive) != hw:
         raise SaveFileError(f"slot table: {len(table.alive)} alive flags for {hw} slots")
@@ -530,6 +521,36 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
         raise SaveFileError("slot table: some dead slots are missing from the free list")
     if hw and table.generations.min() == 0:
         raise SaveFileError("slot table: generation 0 is reserved for NULL")
+
+
+def prepare_slots(world: World, snap: Snapshot) -> PreparedSlots:
+    """Check the slot table of a snapshot from elsewhere and lay it out in the world's
+    slot-map arrays, before the restore (nothing in the world changes): a load does
+    this while its key checks finish, and ``restore_snapshot(prepared=...)`` then skips
+    both steps."""
+    check_slot_table(snap.slots)
+    return world._slots.prepare(snap.slots)
+
+
+def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
+                      indexed: dict[str, KeyIndex] | None = None,
+                      slots_checked: bool = False) -> dict[str, np.ndarray]:
+    """Check a snapshot from elsewhere (a file) is self-consistent before touching the world.
+
+    Returns each store's new sparse index (``slot -> row`` for the world's slot capacity),
+    built by the same passes that check the store, for the restore to adopt. Linear time,
+    a few vectorised passes per store: keys are checked alive by one gather from a table
+    of live keys, and unique by scattering their rows into the index and counting the
+    slots that took one (a slot named twice keeps one row). ``indexed``: stores' keys
+    already checked (``KeyIndex``, e.g. while the file was read), used where they fit.
+    """
+    from ecs_engine.savefile import SaveFileError
+
+    table = snap.slots
+    hw = len(table.generations)
+    free = table.free
+    if not slots_checked:
+        check_slot_table(table)
     capacity = sparse_capacity(world, hw)
     sparses: dict[str, np.ndarray] = {}
     live: np.ndarray | None = None
@@ -763,7 +784,8 @@ TAKE_OVER_MIN_BYTES = 1 << 16  # rows of a store that a load adopts rather than 
 
 def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
                      memory: np.ndarray | None = None,
-                     indexed: dict[str, KeyIndex] | None = None) -> RestoreEvent:
+                     indexed: dict[str, KeyIndex] | None = None,
+                     prepared: PreparedSlots | None = None) -> RestoreEvent:
     """Make the world's state equal to ``snap``; validates everything before changing it.
     Returns the event for the ``on_restore`` callbacks (which this does not call).
 
@@ -771,7 +793,8 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
     (a load): stores take over the rows and keys that lie in it instead of copying them,
     so ``snap`` then shares memory with the world and must be dropped (the event takes
     its snapshot from the world on first use). ``indexed``: stores' keys checked ahead
-    (while the file was read), used where they are of these very bytes."""
+    (while the file was read), used where they are of these very bytes; ``prepared``:
+    ``prepare_slots(world, snap)`` done ahead."""
     if world._open_queries:
         raise RuntimeError("cannot restore while a query is open")
     own = snap.origin is world._versions
@@ -783,7 +806,10 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
     if types is None:  # a file's (or, never in practice, an own one's that did not fit)
         snap = _without_unknown_empty_stores(world, snap)
         types = _saved_types(world, snap)
-    sparses = {} if own else _validate_foreign(world, snap, types, indexed)
+    if prepared is not None and prepared.table is not snap.slots:
+        prepared = None
+    sparses = {} if own else _validate_foreign(world, snap, types, indexed,
+                                               slots_checked=prepared is not None)
     rng = _rng_for(world, snap)
     datas: dict[str, np.ndarray] = {}
     if not own:
@@ -802,7 +828,8 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
     slotmap = world._slots
     old_high_water = slotmap.high_water
     if not own or slotmap.version != snap.slot_version:
-        slotmap.set_table(snap.slots, snap.slot_version if own else next(world._versions))
+        slotmap.set_table(snap.slots, snap.slot_version if own else next(world._versions),
+                          prepared)
     capacity = slotmap.capacity
     for group in world._groups:
         group.disband()

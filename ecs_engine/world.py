@@ -1248,6 +1248,7 @@ class World:
         from ecs_engine.migrate import find_saved_type
         from ecs_engine.prefab_fields import join, rederive
         from ecs_engine.savefile import SaveFileError, read_file_memory
+        from ecs_engine.snapshot import prepare_slots
 
         read, memory = read_file_memory(path, self._buffers, lookahead)
         registry = prefabs if prefabs is not None else self.prefabs
@@ -1262,7 +1263,11 @@ class World:
                     if found is not None:
                         types[s.name] = found
                 snap = rederive(snap, derived, registry, types)
-            event = restore_snapshot(self, snap, "file", memory, lookahead.results())
+            # The slot table's checks and arrays first: they need no key check, so they
+            # run while the key-check thread finishes (results() waits for it).
+            prepared = prepare_slots(self, snap)
+            event = restore_snapshot(self, snap, "file", memory, lookahead.results(),
+                                     prepared)
         except SaveFileError as exc:
             raise SaveFileError(f"{os.fspath(path)}: {exc}") from None
         del snap  # its columns are the stores' arrays now: it must not outlive this call

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import NULL, Entity, History, RestoreEvent, World, component
+from ecs_engine.snapshot import sparse_capacity
 from tests.world_state import check_invariants, world_state
 
 ROWS = 70_000  # past the pool's 1 MB minimum: the file is read into recycled memory
@@ -262,3 +263,33 @@ def test_small_stores_are_copied_so_they_never_pin_the_file(tmp_path: Path) -> N
     assert world.store(Link).data.flags.owndata  # small: copied
     assert world.store(Link).entities.flags.owndata
     assert world_state(world) == world_state(source)
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_a_prepared_slot_table_gives_the_slot_map_a_copy_would(live: bool) -> None:
+    """A load lays the slot table out in new arrays before it restores (while its key
+    checks finish): the slot map must end as ``set_table``'s copy leaves it, at the
+    capacity the stores' indexes were built for."""
+    source = World(seed=3)
+    keys = source.spawn_batch(Pos(x=1.0), count=5000)
+    source.despawn_batch(keys[::3])
+    table = source.snapshot().slots
+    for prepared in (False, True):
+        world = World()
+        if live:
+            world.spawn_batch(Pos(), count=9000)
+        slots = world._slots
+        capacity = sparse_capacity(world, len(table.generations))
+        ready = slots.prepare(table) if prepared else None
+        slots.set_table(table, 7, ready)
+        assert slots.capacity == capacity
+        hw = len(table.generations)
+        assert np.array_equal(slots.generations[:hw], table.generations)
+        assert (slots.generations[hw:] == 1).all() and not slots.alive[hw:].any()
+        assert np.array_equal(slots.alive[:hw], table.alive)
+        assert np.array_equal(slots.free[: slots.n_free], table.free)
+        assert (slots.high_water, slots.n_alive) == (hw, hw - len(table.free))
+        if prepared:  # the prepared arrays were taken as they are, and answer one-item reads
+            assert ready is not None and slots.generations is ready.generations
+            key = int(table.generations[1]) << 32 | 1
+            assert slots.is_alive(key) == bool(table.alive[1])
