@@ -88,6 +88,7 @@ class _StoreBuffer:
                         "sparse": _frozen_view(self.sparse)}
         self.n = 0
         self._words = _frozen_view(self.data.view(row_word_dtype(self.data.dtype)))
+        self._data_words = self.data.view(row_word_dtype(self.data.dtype))  # writable
         self.has_sparse = False
         self.sparse_len = 0
         self.group_size = 0
@@ -132,15 +133,20 @@ class _StoreBuffer:
             if len(self.data) < n:
                 self._reserve("data", n)
                 self._data_bytes = as_bytes(self.data)
-                self._words = _frozen_view(self.data.view(row_word_dtype(self.data.dtype)))
+                self._data_words = self.data.view(row_word_dtype(self.data.dtype))
+                self._words = _frozen_view(self._data_words)
                 same_rows = False
             end = n * self.dtype.itemsize
             if n <= CHUNK_ROWS:  # one chunk (most stores): one memcpy, no version checks
-                if end:
-                    # Rows as bytes: numpy copies structured rows field by field (~20x
-                    # slower).
-                    self._data_bytes[:end] = store.data.view(np.uint8)[:end]
-                self.chunk_versions = store.chunk_versions[:1].copy()
+                if n:
+                    # Rows as plain words (the store's own view of them): numpy copies
+                    # structured rows field by field (~20x slower).
+                    self._data_words[:n] = store.row_words[:n]
+                mine = self.chunk_versions
+                if len(mine) == 1:  # (in place: a StoreSnapshot over this buffer is
+                    mine[0] = store.chunk_marks[0]  # remade after every record anyway)
+                else:
+                    self.chunk_versions = store.chunk_versions[:1].copy()
             else:
                 count = -(-n // CHUNK_ROWS)
                 live = store.chunk_versions[:count]
@@ -199,7 +205,8 @@ class _Frame:
         self.alive = np.empty(0, np.bool_)
         self.free = np.empty(0, np.int64)
         self.slot_version = -1
-        self.slots: SlotTable | None = None
+        self._slot_counts = (-1, 0)  # (high water, free) the slot buffers hold; -1: none
+        self._slots: SlotTable | None = None  # their SlotTable, made when asked
         self._snapshot: Snapshot | None = None
         self._parts: dict[str, Any] = {}  # the snapshot's fields besides stores and slots
         self.jumps = -1  # world._jumps when recorded: a later restore or load voids it
@@ -208,11 +215,20 @@ class _Frame:
     def snapshot(self) -> Snapshot | None:
         """The recorded state (None while nothing is recorded)."""
         if self._snapshot is None and self._parts:
-            assert self.slots is not None
             self._snapshot = Snapshot(
                 stores=tuple(buf.snapshot(name) for _, buf, name in self._pairs),
                 slots=self.slots, **self._parts)
         return self._snapshot
+
+    @property
+    def slots(self) -> SlotTable:
+        """The recorded slot table (read-only views of the buffers)."""
+        if self._slots is None:
+            hw, n_free = self._slot_counts
+            self._slots = SlotTable(_frozen_view(self.generations[:hw]),
+                                    _frozen_view(self.alive[:hw]),
+                                    _frozen_view(self.free[:n_free]))
+        return self._slots
 
     def forget(self) -> None:
         self.frame = -1
@@ -240,16 +256,15 @@ class _Frame:
     def record(self, world: World, inputs: Any) -> None:
         slots = world._slots
         hw = slots.high_water
-        if self.slot_version != slots.version or self.slots is None:
+        if self.slot_version != slots.version or self._slot_counts[0] < 0:
             self.generations = _grow(self.generations, hw)
             self.alive = _grow(self.alive, hw)
             self.free = _grow(self.free, slots.n_free)
             self.generations[:hw] = slots.generations[:hw]
             self.alive[:hw] = slots.alive[:hw]
             self.free[: slots.n_free] = slots.free[: slots.n_free]
-            self.slots = SlotTable(_frozen_view(self.generations[:hw]),
-                                   _frozen_view(self.alive[:hw]),
-                                   _frozen_view(self.free[: slots.n_free]))
+            self._slot_counts = (hw, slots.n_free)
+            self._slots = None
             self.slot_version = slots.version
         groups = world._groups
         pairs = self._match(world)
