@@ -259,8 +259,11 @@ def _resolve(world: World, bp: Blueprint) -> _Plan:
     ctypes = []
     unknown = []
     for s in bp._parts:
-        ctype = (world._types_by_name.get(s.name) or s.ctype or BUILTIN_COMPONENTS.get(s.name)
-                 or find_saved_type(world._types_by_name.values(), s.name))
+        # The world's own type first, by name or a ``formerly`` name (as from a file:
+        # an in-memory blueprint of a renamed class migrates too), then the blueprint's.
+        ctype = (world._types_by_name.get(s.name)
+                 or find_saved_type(world._types_by_name.values(), s.name)
+                 or s.ctype or BUILTIN_COMPONENTS.get(s.name))
         if ctype is None:
             unknown.append(s.name)
         else:

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.component import ComponentSchema, component_values, schema_of
-from ecs_engine.prefab import PrefabOf, PrefabRegistry
+from ecs_engine.component import ComponentSchema, FieldSpec, component_values, schema_of
+from ecs_engine.migrate import lossless_cast
+from ecs_engine.prefab import Prefab, PrefabOf, PrefabRegistry, prefab_id
 
 if TYPE_CHECKING:
     from ecs_engine.snapshot import Snapshot, StoreSnapshot
@@ -236,6 +237,27 @@ def join(snap: Snapshot) -> tuple[Snapshot, Derived]:
     return joined, Derived(derived, table_names)
 
 
+def _widened(data: np.ndarray, specs: Mapping[str, FieldSpec]) -> np.ndarray:
+    """A writable copy of ``data`` whose fields named in ``specs`` have the current
+    schema's dtype where the saved one casts to it without loss (the migration a load
+    makes anyway): a re-derived value is then checked against, and written in, the type
+    the field has now (a widened field takes a prefab value the saved type could not)."""
+    dtype = data.dtype
+    changed = {}
+    for name, spec in specs.items():
+        saved = dtype.fields[name][0]  # type: ignore[index]
+        base = saved.base if saved.shape else saved
+        if base != spec.dtype and saved.shape == spec.shape and lossless_cast(base, spec.dtype):
+            changed[name] = np.dtype((spec.dtype, spec.shape)) if spec.shape else spec.dtype
+    if not changed:
+        return data.copy()
+    out = np.empty(len(data), [(n, changed.get(n, dtype.fields[n][0]))  # type: ignore[index]
+                               for n in dtype.names or ()])
+    for n in dtype.names or ():
+        out[n] = data[n]
+    return out
+
+
 def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
              types: Mapping[str, type]) -> Snapshot:
     """Replace every row that came from a prefab with the *current* prefab's value.
@@ -244,11 +266,19 @@ def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
     ``SaveFileError`` naming the prefab if the registry no longer has one the save uses.
     """
     names = derived.names
-    try:
-        used = np.unique(snap.store(_PREFAB_OF).data["id"])
-    except KeyError:
-        used = np.zeros(0, np.uint64)
-    gone = [int(p) for p in used if prefabs.by_id(int(p)) is None]
+
+    def now_prefab(pid: int) -> Prefab | None:
+        """The registry's prefab for a saved id: by id, else by the saved name or an
+        alias of it (a prefab renamed with ``aliases=`` keeps its old saves)."""
+        found = prefabs.by_id(pid)
+        if found is None and pid in names:
+            found = prefabs.resolve(names[pid])
+        return found
+
+    derived_ids = {int(p) for _, pids in derived.rows.values() for p in np.unique(pids)}
+    # Only prefabs whose values the save took from them must still exist: an instance of
+    # a prefab the saving world's registry did not have was saved with all its values.
+    gone = [p for p in sorted(derived_ids) if now_prefab(p) is None]
     if gone:
         described = ", ".join(repr(names[p]) if p in names else f"id {p:#x}" for p in gone)
         raise _error(f"the save uses prefab(s) {described} that the registry no longer "
@@ -258,14 +288,25 @@ def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
     stores = []
     from ecs_engine.migrate import _fits
 
+    renamed_ids = {p: prefab_id(found.name) for p in derived_ids
+                   if prefabs.by_id(p) is None and (found := now_prefab(p)) is not None}
     for s in snap.stores:
+        if renamed_ids and s.name == _PREFAB_OF:  # instances of a renamed prefab: its id now
+            ids = s.data.copy()
+            for old_id, new_id in renamed_ids.items():
+                ids["id"][ids["id"] == old_id] = new_id
+            ids.flags.writeable = False
+            stores.append(dataclasses.replace(s, chunks=(ids,)))
+            continue
         fields = [f for (name, f) in derived.rows if name == s.name]
         if not fields or s.name not in types:
             stores.append(s)
             continue
         schema = schema_of(types[s.name])
         current = {old: new for new, old in schema.migration.renamed.items()}
-        rows_out = s.data.copy()
+        rows_out = _widened(s.data, {field: schema.field_spec(current.get(field, field))
+                                     for field in fields
+                                     if current.get(field, field) in schema.field_names})
         for field in fields:
             rows, pids = derived.rows[(s.name, field)]
             now = current.get(field, field)
@@ -274,12 +315,13 @@ def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
             unique, inverse = np.unique(pids, return_inverse=True)
             column = rows_out[field]
             for i, pid in enumerate(unique):
-                value = _prefab_value(prefabs.by_id(int(pid)), schema, now)
+                prefab = now_prefab(int(pid))
+                value = _prefab_value(prefab, schema, now)
                 if value is None:
                     continue  # the prefab no longer has this component: keep the saved value
                 target = column.dtype.base if column.dtype.shape else column.dtype
                 if not _fits(np.asarray(value).reshape(-1), target).all():
-                    raise _error(f"prefab {prefabs.by_id(int(pid)).name!r}: "  # type: ignore[union-attr]
+                    raise _error(f"prefab {prefab.name!r}: "  # type: ignore[union-attr]
                                  f"{schema.name}.{now} = {value.tolist()} does not fit the "
                                  f"saved {target}")
                 column[rows[inverse == i]] = value

@@ -1226,7 +1226,8 @@ class World:
     def load(self, path: str | Path, *, prefabs: PrefabRegistry | None = None) -> None:
         """Read a save file and restore it. Prefab-owned fields the save did not store are
         re-derived from the current prefabs of ``prefabs`` (default ``self.prefabs``; the
-        saved values without one). ``SaveFileError`` leaves the world unchanged.
+        saved values without one), which then becomes ``self.prefabs``, so later saves
+        compare against it. ``SaveFileError`` leaves the world unchanged.
 
         The stores take over the memory the file was read into (no second copy), so
         no snapshot of the loaded state is kept: ``world.snapshot()`` after the load
@@ -1273,7 +1274,7 @@ class World:
         del snap  # its columns are the stores' arrays now: it must not outlive this call
         self._last_snapshot = None
         self._jumps += 1
-        if prefabs is not None and self.prefabs is None:
+        if prefabs is not None:  # the state now derives from it: later saves split by it
             self.prefabs = prefabs
         run_restore_callbacks(self, event)
 
