@@ -647,7 +647,7 @@ class Query:
                 world._open_queries -= 1
                 if not world._open_queries and world._deferred:
                     world._flush()
-        if exc is not None and isinstance(exc, ValueError):
+        if exc is not None and isinstance(exc, ValueError | OverflowError):
             clearer = self._explain(exc)
             if clearer is not None:
                 raise clearer from exc
@@ -673,7 +673,7 @@ class Query:
                 self._cache = {}
                 self._gathered = None
 
-    def _explain(self, exc: ValueError) -> ValueError | None:
+    def _explain(self, exc: ValueError | OverflowError) -> Exception | None:
         """numpy's error inside the block, restated in the query's terms (or None).
 
         Translating here, as the error leaves the block, costs nothing on the hot path:
@@ -681,6 +681,19 @@ class Query:
         """
         message = str(exc)
         schemas = [schema_of(t) for t in self.types]
+        if isinstance(exc, OverflowError):
+            # "Python integer 100000 out of bounds for int16": name the query's fields of
+            # that type (numpy does not know which column it was writing)
+            dtype_name = message.rsplit(" for ", 1)[-1] if " out of bounds for " in message \
+                else ""
+            fields = [f"{s.name}.{f.name}" for s in schemas for f in s.fields
+                      if dtype_name and f.dtype.name == dtype_name]
+            if not fields:
+                return None
+            info = np.iinfo(np.dtype(dtype_name))
+            return OverflowError(f"{message}: a value written to a column of this query does "
+                                 f"not fit its type; its {dtype_name} fields: "
+                                 f"{', '.join(fields)} (range [{info.min}, {info.max}])")
         if message.startswith("no field of name "):
             name = message[len("no field of name "):]
             if any(name in s.field_names for s in schemas):

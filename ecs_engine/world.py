@@ -1327,7 +1327,11 @@ class World:
 
     def step(self, dt: float) -> None:
         """Run every system once with ``dt`` seconds, then advance ``tick``."""
-        if not 0 <= dt < math.inf:  # (also False for NaN, and TypeError for non-numbers)
+        try:
+            ok = 0 <= dt < math.inf  # (also False for NaN)
+        except TypeError:
+            raise TypeError(f"step: dt must be a number of seconds, got {dt!r}") from None
+        if not ok:
             raise ValueError(f"step: dt must be a finite number of seconds >= 0, got {dt!r}")
         outer = self.stepping
         self.stepping = True  # queries may reorder rows only while systems run

@@ -418,3 +418,21 @@ def test_a_record_write_to_another_field_of_a_row_a_gathered_block_changes_survi
         == (100.0, 7.0)
     expected_x2 = -1.0 if grouped else 102.0  # (views: the later write; gathered: the block)
     assert world.get(int(keys[2]), Position)["x"] == expected_x2
+
+
+@component(name="QueryHp")
+class QueryHp:
+    hp: np.int16 = 0
+    shield: np.uint8 = 0
+
+
+def test_an_out_of_range_write_to_a_query_column_names_the_fields_of_that_type() -> None:
+    world = World()
+    world.spawn(QueryHp())
+    with pytest.raises(OverflowError, match=r"out of bounds for int16: .* its int16 fields: "
+                                            r"QueryHp\.hp \(range \[-32768, 32767\]\)"):
+        with world.query(QueryHp) as q:
+            q[QueryHp]["hp"] = 100_000
+    with pytest.raises(OverflowError, match=r"uint8 fields: QueryHp\.shield"):
+        with world.query(QueryHp) as q:
+            q[QueryHp]["shield"] = -1

@@ -786,3 +786,10 @@ def test_an_error_in_a_system_names_the_system_and_the_tick() -> None:
         world.step(0.1)
     assert info.value.__notes__ == ["in system 'flaky', in world.step at tick 2"]
     assert world.tick == 2 and not world.stepping
+
+
+def test_step_names_a_dt_that_is_not_a_number() -> None:
+    world = World()
+    with pytest.raises(TypeError, match="step: dt must be a number of seconds, got 'fast'"):
+        world.step("fast")  # type: ignore[arg-type]
+    assert world.tick == 0
