@@ -77,6 +77,7 @@ def read_rgba(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS,
                 raise LevelError(name, f"corrupt PNG: header says {width}x{height}, pillow "
                                        f"reads {img.width}x{img.height}")
             img.load()
+            _check_image_data(path, name, width, height, bit_depth, color_type)
             return _to_rgba(img, bit_depth, color_type)
     except LevelError:
         raise
@@ -113,6 +114,53 @@ def png_header(path: Path, shown: Path) -> tuple[int, int, int, int]:
     if width == 0 or height == 0:
         raise LevelError(shown, f"empty image ({width}x{height})")
     return width, height, bit_depth, color_type
+
+
+_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # samples per pixel of each PNG colour type
+# Adam7 passes: (first column, first row, column step, row step)
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+          (0, 1, 1, 2))
+
+
+def _check_image_data(path: Path, shown: Path, width: int, height: int, bit_depth: int,
+                      color_type: int) -> None:
+    """``LevelError`` unless the image data holds every row. A zlib stream that ends
+    early inside an intact file decodes without complaint in pillow, its missing rows
+    transparent: a level would silently lose them. Counts the bytes the IDAT chunks
+    inflate to against what the header promises (each row a filter byte plus its
+    samples; per Adam7 pass when interlaced)."""
+    import zlib
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    interlaced = len(raw) > 28 and raw[28] == 1
+    bits = _CHANNELS.get(color_type, 0) * bit_depth
+
+    def row_bytes(w: int) -> int:
+        return 1 + (w * bits + 7) // 8
+
+    if interlaced:
+        passes = [((width - x0 + dx - 1) // dx, (height - y0 + dy - 1) // dy)
+                  for x0, y0, dx, dy in _ADAM7]
+        rows = [(w, h) for w, h in passes if w and h]
+        expected = sum(h * row_bytes(w) for w, h in rows)
+    else:
+        expected = height * row_bytes(width)
+    inflate = zlib.decompressobj()
+    got = 0
+    at = 8
+    while at + 8 <= len(raw):
+        size, kind = struct.unpack(">I4s", raw[at : at + 8])
+        if kind == b"IDAT":
+            got += len(inflate.decompress(raw[at + 8 : at + 8 + size], expected - got + 1))
+        elif kind == b"IEND":
+            break
+        at += 12 + size
+    if got < expected:
+        held = (f"{got // row_bytes(width)} of {height} rows" if not interlaced
+                else "part of its interlaced passes")
+        raise LevelError(shown, f"corrupt PNG: the image data holds only {held} "
+                                f"({got} of {expected} bytes)")
 
 
 _GREY, _RGB = 0, 2  # PNG colour types whose tRNS chunk holds one transparent sample value

@@ -631,3 +631,47 @@ def test_tiled_tile_data_accepts_whole_numbers_only(tmp_path: Path, data: list[o
                                          rf"numbers, got {bad}"):
         load_level(world, path, stock_prefabs(), names=stock_editor_names())
     assert len(world) == 0
+
+
+def _png(width: int, height: int, depth: int, color_type: int, data: bytes,
+         interlace: int = 0) -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+
+    header = struct.pack(">IIBBBBB", width, height, depth, color_type, 0, 0, interlace)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(data))
+            + chunk(b"IEND", b""))
+
+
+def test_a_png_whose_image_data_ends_early_is_corrupt_not_partly_transparent(
+        tmp_path: Path) -> None:
+    """A zlib stream that ends early inside an intact file decodes in pillow with the
+    missing rows transparent: a level lost them silently."""
+    from ecs_engine.levels.images import read_rgba
+
+    short = tmp_path / "short.png"
+    short.write_bytes(_png(4, 4, 8, 6, b"\0" + b"\xff" * 16))  # 1 row of 4
+    with pytest.raises(LevelError, match=r"short\.png: corrupt PNG: the image data holds "
+                                         r"only 1 of 4 rows \(17 of 68 bytes\)"):
+        read_rgba(short)
+    whole = tmp_path / "whole.png"
+    whole.write_bytes(_png(4, 4, 8, 6, (b"\0" + b"\xff" * 16) * 4))
+    assert read_rgba(whole).shape == (4, 4, 4)
+
+
+def test_interlaced_pngs_are_checked_pass_by_pass(tmp_path: Path) -> None:
+    from ecs_engine.levels.images import read_rgba
+
+    # Adam7 on 2x2 grey: pass 1 holds (0, 0), pass 6 (1, 0), pass 7 the second row.
+    rows = b"\0\x01" + b"\0\x02" + b"\0\x03\x04"
+    good = tmp_path / "interlaced.png"
+    good.write_bytes(_png(2, 2, 8, 0, rows, interlace=1))
+    assert read_rgba(good)[:, :, 0].tolist() == [[1, 2], [3, 4]]
+    cut = tmp_path / "cut.png"
+    cut.write_bytes(_png(2, 2, 8, 0, rows[:4], interlace=1))
+    with pytest.raises(LevelError, match="holds only part of its interlaced passes"):
+        read_rgba(cut)
