@@ -48,9 +48,9 @@ MAX_CELLS = 2**26
 _GID_MASK = 0x0FFFFFFF  # the top four bits are flip/rotation flags
 
 
-def _check_syntax(file: Path) -> None:
+def _check_syntax(file: Path) -> Any:
     """JSON or XML syntax errors with their position, before pytiled-parser sees the file;
-    then every file the map refers to (:mod:`.tiled_refs`)."""
+    then every file the map refers to (:mod:`.tiled_refs`). Returns the parsed document."""
     doc: Any
     if file.suffix.lower() == ".tmx":
         raw = read_regular(file, MAX_EDITOR_BYTES, "editor file")
@@ -69,13 +69,60 @@ def _check_syntax(file: Path) -> None:
             raise LevelError(file, f"not a Tiled map (type {kind!r}); a tileset or other "
                                    f"file cannot be loaded as a level")
     check_references(file, doc)
+    return doc
+
+
+_LAYER_TAGS = ("layer", "objectgroup", "imagelayer", "group")
+
+
+def _tmx_quirks(file: Path, doc: Any) -> bool:
+    """What pytiled-parser's TMX reader gets wrong, on the raw XML: ``LevelError`` for
+    class-type properties of objects (it drops them: a level would lose the parameters
+    silently), and whether a layer names only one of ``offsetx``/``offsety`` (Tiled
+    writes only the non-zero one; the reader then ignores ``offsety`` alone and fails
+    on ``offsetx`` alone), which ``_parse`` then completes."""
+    for i, obj in enumerate(doc.iter("object")):
+        for prop in obj.iter("property"):
+            if prop.get("type") == "class":
+                raise LevelError(file, f"property {prop.get('name')!r} is of class type, "
+                                       f"which the TMX reader (pytiled-parser) drops; save "
+                                       f"the map as .tmj, or use plain properties",
+                                 where=f"objects[{i}](id {obj.get('id')})")
+    return any((layer.get("offsetx") is None) != (layer.get("offsety") is None)
+               for tag in _LAYER_TAGS for layer in doc.iter(tag))
+
+
+def _completed_tmx(file: Path, doc: Any, folder: Path) -> Path:
+    """A copy of the map in ``folder`` with both offsets on every layer that has one,
+    and the files it refers to (tilesets, templates, images) named by absolute path, so
+    the copy reads as the original (those references were checked on the original)."""
+    for tag in _LAYER_TAGS:
+        for layer in doc.iter(tag):
+            if (layer.get("offsetx") is None) != (layer.get("offsety") is None):
+                layer.set("offsetx", layer.get("offsetx") or "0")
+                layer.set("offsety", layer.get("offsety") or "0")
+    base = file.resolve().parent
+    for element in doc.iter():
+        for attr in ("source", "template"):
+            value = element.get(attr)
+            if value is not None and element.tag in ("tileset", "image", "object"):
+                element.set(attr, str(base / value))
+    copy = folder / file.name
+    copy.write_bytes(ET.tostring(doc, encoding="utf-8"))
+    return copy
 
 
 def _parse(file: Path) -> Any:
+    import tempfile
+
     import pytiled_parser
 
-    _check_syntax(file)
+    doc = _check_syntax(file)
+    completed = file.suffix.lower() == ".tmx" and _tmx_quirks(file, doc)
     try:
+        if completed:
+            with tempfile.TemporaryDirectory(prefix="ecs-tmx-") as folder:
+                return pytiled_parser.parse_map(_completed_tmx(file, doc, Path(folder)))
         return pytiled_parser.parse_map(file)
     except RecursionError as exc:
         raise LevelError(file, "pytiled-parser cannot read the map: nested too deeply") from exc

@@ -675,3 +675,76 @@ def test_interlaced_pngs_are_checked_pass_by_pass(tmp_path: Path) -> None:
     cut.write_bytes(_png(2, 2, 8, 0, rows[:4], interlace=1))
     with pytest.raises(LevelError, match="holds only part of its interlaced passes"):
         read_rgba(cut)
+
+
+_TSX = ('<tileset firstgid="1" name="t" tilewidth="16" tileheight="16" tilecount="4" '
+        'columns="2"><image source="x.png" width="32" height="32"/>'
+        '<tile id="0" type="ground"/></tileset>')
+
+
+def _tmx(folder: Path, body: str, width: int = 2, height: int = 2) -> Path:
+    folder.mkdir(exist_ok=True)
+    file = folder / "m.tmx"
+    file.write_text(
+        f'<?xml version="1.0"?><map version="1.10" tiledversion="1.10.2" '
+        f'orientation="orthogonal" '
+        f'renderorder="right-down" width="{width}" height="{height}" tilewidth="16" '
+        f'tileheight="16" infinite="0" nextlayerid="9" nextobjectid="20">{_TSX}{body}</map>')
+    return file
+
+
+def _solid_cells(world: World) -> set[tuple[int, int]]:
+    from ecs_engine.components import Collider, Position, Solid
+
+    cells = set()
+    with world.query(Position, Collider, Solid) as q:
+        for p, c in zip(q[Position], q[Collider], strict=True):
+            for i in range(int(c["w"])):
+                for j in range(int(c["h"])):
+                    cells.add((int(p["x"] - c["w"] / 2) + i, int(p["y"] - c["h"] / 2) + j))
+    return cells
+
+
+@pytest.mark.parametrize(("offsets", "cells"), [
+    ('offsety="-16"', {(0, 2)}),  # up one tile (Tiled writes only the non-zero offset)
+    ('offsetx="16"', {(1, 1)}),  # right one tile (pytiled-parser raised KeyError 'offsety')
+    ('offsetx="16" offsety="-16"', {(1, 2)}),
+])
+def test_a_tmx_layer_offset_on_one_axis_moves_the_layer(tmp_path: Path, offsets: str,
+                                                        cells: set[tuple[int, int]]) -> None:
+    layer = (f'<layer id="1" name="L" width="2" height="2" {offsets}>'
+             f'<data encoding="csv">1,0,\n0,0</data></layer>')
+    world = World()
+    load_level(world, _tmx(tmp_path / "map", layer), stock_prefabs())
+    assert _solid_cells(world) == cells
+
+
+def test_class_type_properties_in_a_tmx_are_an_error_not_dropped(tmp_path: Path) -> None:
+    body = ('<objectgroup id="2" name="O"><object id="3" type="slime" x="8" y="8">'
+            '<properties><property name="speed" type="class" propertytype="P">'
+            '<properties><property name="v" type="float" value="4"/></properties>'
+            '</property></properties></object></objectgroup>')
+    world = World()
+    with pytest.raises(LevelError, match=r"objects\[0\]\(id 3\): property 'speed' is of class "
+                                         r"type, which the TMX reader"):
+        load_level(world, _tmx(tmp_path / "map", body), stock_prefabs())
+    assert len(world) == 0
+
+
+def test_a_completed_tmx_still_finds_its_external_tileset(tmp_path: Path) -> None:
+    folder = tmp_path / "map"
+    folder.mkdir()
+    (folder / "t.tsx").write_text(
+        '<?xml version="1.0"?><tileset version="1.10" tiledversion="1.10.2" name="t" '
+        'tilewidth="16" tileheight="16" tilecount="4" columns="2"><image source="x.png" '
+        'width="32" height="32"/><tile id="0" type="ground"/></tileset>')
+    file = folder / "m.tmx"
+    file.write_text(
+        '<?xml version="1.0"?><map version="1.10" tiledversion="1.10.2" '
+        'orientation="orthogonal" renderorder="right-down" width="2" height="2" '
+        'tilewidth="16" tileheight="16" infinite="0" nextlayerid="9" nextobjectid="20">'
+        '<tileset firstgid="1" source="t.tsx"/><layer id="1" name="L" width="2" height="2" '
+        'offsety="-16"><data encoding="csv">1,0,\n0,0</data></layer></map>')
+    world = World()
+    load_level(world, file, stock_prefabs())
+    assert _solid_cells(world) == {(0, 2)}
