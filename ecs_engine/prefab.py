@@ -143,6 +143,7 @@ class Prefab:
         ``PrefabOf`` that lets saves re-derive prefab-owned fields."""
         table = self.params()
         overrides: dict[type, dict[str, Any]] = {}
+        given: dict[tuple[type, str], str] = {}  # field -> the label that set it
         for label, value in params.items():
             param = table.get(label)
             if param is None:
@@ -155,6 +156,11 @@ class Prefab:
                        else "is not a parameter")
                 raise PrefabError(f"prefab {self.name!r}: {label!r} {why}; parameters are "
                                   f"{sorted(k for k in table if '.' not in k)}")
+            first = given.setdefault((param.ctype, param.spec.name), label)
+            if first != label:  # ("tile" and "Tile.kind"): which wins would be silent
+                raise PrefabError(f"prefab {self.name!r}: parameters {first!r} and {label!r} "
+                                  f"set the same field "
+                                  f"{schema_of(param.ctype).name}.{param.spec.name}; give it once")
             try:
                 schema_of(param.ctype).convert(param.spec.name, value)
             except ValueError as exc:

@@ -205,3 +205,13 @@ def test_a_prefab_keeps_its_own_copy_of_the_arrays_it_was_given() -> None:
     world = World()
     key = reg.instantiate(world, "red")
     assert world.get(key, Color)["rgba"].tolist() == [255, 0, 0, 255]
+
+
+def test_two_spellings_of_one_parameter_are_refused_not_resolved_by_order() -> None:
+    from ecs_engine.components import stock_prefabs
+
+    ground = stock_prefabs()["ground"]
+    with pytest.raises(PrefabError, match=r"parameters 'tile' and 'Tile\.kind' set the same "
+                                          r"field Tile\.kind; give it once"):
+        ground.build({"tile": 1, "Tile.kind": 2})
+    assert any(type(c).__name__ == "Tile" for c in ground.build({"Tile.kind": 2}))
