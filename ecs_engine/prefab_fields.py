@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine.component import ComponentSchema, FieldSpec, component_values, schema_of
-from ecs_engine.migrate import lossless_cast
+from ecs_engine.component import ComponentSchema, component_values, schema_of
 from ecs_engine.prefab import Prefab, PrefabOf, PrefabRegistry, prefab_id
 
 if TYPE_CHECKING:
@@ -158,6 +157,13 @@ def split(snap: Snapshot, prefabs: PrefabRegistry) -> Snapshot:
         stores.extend(companions)
     if not table["order"]:
         return snap
+    try:  # every instance's prefab by name: a later release may rename it (aliases=)
+        for pid in np.unique(snap.store(_PREFAB_OF).data["id"]).tolist():
+            prefab = prefabs.by_id(int(pid)) if pid else None
+            if prefab is not None:
+                table["names"].setdefault(str(int(pid)), prefab.name)
+    except KeyError:
+        pass
     resources = dict(snap.resources)
     resources[RESERVED] = table  # (for_file refused a world's own entry under this key)
     return dataclasses.replace(snap, stores=tuple(stores), resources=resources)
@@ -237,27 +243,6 @@ def join(snap: Snapshot) -> tuple[Snapshot, Derived]:
     return joined, Derived(derived, table_names)
 
 
-def _widened(data: np.ndarray, specs: Mapping[str, FieldSpec]) -> np.ndarray:
-    """A writable copy of ``data`` whose fields named in ``specs`` have the current
-    schema's dtype where the saved one casts to it without loss (the migration a load
-    makes anyway): a re-derived value is then checked against, and written in, the type
-    the field has now (a widened field takes a prefab value the saved type could not)."""
-    dtype = data.dtype
-    changed = {}
-    for name, spec in specs.items():
-        saved = dtype.fields[name][0]  # type: ignore[index]
-        base = saved.base if saved.shape else saved
-        if base != spec.dtype and saved.shape == spec.shape and lossless_cast(base, spec.dtype):
-            changed[name] = np.dtype((spec.dtype, spec.shape)) if spec.shape else spec.dtype
-    if not changed:
-        return data.copy()
-    out = np.empty(len(data), [(n, changed.get(n, dtype.fields[n][0]))  # type: ignore[index]
-                               for n in dtype.names or ()])
-    for n in dtype.names or ():
-        out[n] = data[n]
-    return out
-
-
 def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
              types: Mapping[str, type]) -> Snapshot:
     """Replace every row that came from a prefab with the *current* prefab's value.
@@ -283,13 +268,18 @@ def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
         described = ", ".join(repr(names[p]) if p in names else f"id {p:#x}" for p in gone)
         raise _error(f"the save uses prefab(s) {described} that the registry no longer "
                      f"has; known prefabs are {prefabs.names}")
-    if not derived.rows:
+    try:
+        used = {int(p) for p in np.unique(snap.store(_PREFAB_OF).data["id"])}
+    except KeyError:
+        used = set()
+    # Instances of a prefab renamed with aliases=: the new prefab's id from now on.
+    renamed_ids = {p: prefab_id(found.name) for p in used
+                   if prefabs.by_id(p) is None and (found := now_prefab(p)) is not None}
+    if not derived.rows and not renamed_ids:
         return snap
     stores = []
-    from ecs_engine.migrate import _fits
+    from ecs_engine.migrate import _fits, migrate_rows
 
-    renamed_ids = {p: prefab_id(found.name) for p in derived_ids
-                   if prefabs.by_id(p) is None and (found := now_prefab(p)) is not None}
     for s in snap.stores:
         if renamed_ids and s.name == _PREFAB_OF:  # instances of a renamed prefab: its id now
             ids = s.data.copy()
@@ -304,16 +294,19 @@ def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
             continue
         schema = schema_of(types[s.name])
         current = {old: new for new, old in schema.migration.renamed.items()}
-        rows_out = _widened(s.data, {field: schema.field_spec(current.get(field, field))
-                                     for field in fields
-                                     if current.get(field, field) in schema.field_names})
+        # The rows in the current schema first (renamed, converted, widened, reshaped as
+        # a load migrates them), then the current prefab values as they are: a value is
+        # checked against and written in the type the field has now, and is never put
+        # through a converter meant for the saved values.
+        migrated = migrate_rows(s.name, s.data, schema)
+        rows_out = migrated.copy() if migrated is s.data else migrated
         for field in fields:
             rows, pids = derived.rows[(s.name, field)]
             now = current.get(field, field)
             if now not in schema.field_names:
-                continue  # the field is gone from the schema: migration drops it
+                continue  # the field is gone from the schema: migration dropped it
             unique, inverse = np.unique(pids, return_inverse=True)
-            column = rows_out[field]
+            column = rows_out[now]
             for i, pid in enumerate(unique):
                 prefab = now_prefab(int(pid))
                 value = _prefab_value(prefab, schema, now)
@@ -322,8 +315,8 @@ def rederive(snap: Snapshot, derived: Derived, prefabs: PrefabRegistry,
                 target = column.dtype.base if column.dtype.shape else column.dtype
                 if not _fits(np.asarray(value).reshape(-1), target).all():
                     raise _error(f"prefab {prefab.name!r}: "  # type: ignore[union-attr]
-                                 f"{schema.name}.{now} = {value.tolist()} does not fit the "
-                                 f"saved {target}")
+                                 f"{schema.name}.{now} = {value.tolist()} does not fit "
+                                 f"its {target}")
                 column[rows[inverse == i]] = value
         rows_out.flags.writeable = False
         stores.append(dataclasses.replace(s, chunks=(rows_out,)))

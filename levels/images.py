@@ -149,10 +149,15 @@ def _check_image_data(path: Path, shown: Path, width: int, height: int, bit_dept
     inflate = zlib.decompressobj()
     got = 0
     at = 8
-    while at + 8 <= len(raw):
+    while at + 8 <= len(raw) and got < expected:
         size, kind = struct.unpack(">I4s", raw[at : at + 8])
         if kind == b"IDAT":
-            got += len(inflate.decompress(raw[at + 8 : at + 8 + size], expected - got + 1))
+            pending = raw[at + 8 : at + 8 + size]
+            while pending and got < expected and not inflate.eof:
+                # at most what is still missing, a megabyte at a time: the count needs no
+                # more (a PNG of a few kilobytes may inflate to gigabytes)
+                got += len(inflate.decompress(pending, min(expected - got, 1 << 20)))
+                pending = inflate.unconsumed_tail
         elif kind == b"IEND":
             break
         at += 12 + size

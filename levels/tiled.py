@@ -76,18 +76,10 @@ _LAYER_TAGS = ("layer", "objectgroup", "imagelayer", "group")
 
 
 def _tmx_quirks(file: Path, doc: Any) -> bool:
-    """What pytiled-parser's TMX reader gets wrong, on the raw XML: ``LevelError`` for
-    class-type properties of objects (it drops them: a level would lose the parameters
-    silently), and whether a layer names only one of ``offsetx``/``offsety`` (Tiled
-    writes only the non-zero one; the reader then ignores ``offsety`` alone and fails
-    on ``offsetx`` alone), which ``_parse`` then completes."""
-    for i, obj in enumerate(doc.iter("object")):
-        for prop in obj.iter("property"):
-            if prop.get("type") == "class":
-                raise LevelError(file, f"property {prop.get('name')!r} is of class type, "
-                                       f"which the TMX reader (pytiled-parser) drops; save "
-                                       f"the map as .tmj, or use plain properties",
-                                 where=f"objects[{i}](id {obj.get('id')})")
+    """Whether a layer of the raw XML names only one of ``offsetx``/``offsety``: Tiled
+    writes only the non-zero one, and pytiled-parser's TMX reader then ignores
+    ``offsety`` alone and fails on ``offsetx`` alone; ``_parse`` completes them.
+    (Class-type properties, which that reader drops, are refused by ``tiled_refs``.)"""
     return any((layer.get("offsetx") is None) != (layer.get("offsety") is None)
                for tag in _LAYER_TAGS for layer in doc.iter(tag))
 

@@ -52,6 +52,8 @@ def check_references(map_file: Path, doc: Any) -> None:
     todo = [(map_file, doc)]
     while todo:
         referrer, node = todo.pop()
+        if isinstance(node, ET.Element):
+            _refuse_class_properties(referrer, node)
         for text, where in _references(node):
             target = _resolve(referrer, text, where, root)
             if target in seen:
@@ -66,6 +68,25 @@ def check_references(map_file: Path, doc: Any) -> None:
                                  f"{text!r} ({target}): {exc.detail}", where=where) from None
             total += len(data)
             todo.append((target, _parse(referrer.parent / text, data)))
+
+
+def _refuse_class_properties(file: Path, doc: ET.Element) -> None:
+    """``LevelError`` for a class-type property where the loader reads properties (tiles,
+    and objects other than a tile's collision shapes) in an XML file: pytiled-parser's
+    TMX/TSX/TX reader drops them, so the parameters they set would vanish silently (its
+    JSON reader keeps them)."""
+    shapes = {id(o) for tile in doc.iter("tile") for o in tile.iter("object")}
+    owners = [("tile", t) for t in doc.iter("tile")]
+    owners += [("object", o) for o in doc.iter("object") if id(o) not in shapes]
+    for kind, owner in owners:
+        for props in owner.findall("properties"):
+            for prop in props.findall("property"):
+                if prop.get("type") == "class":
+                    raise LevelError(file, f"property {prop.get('name')!r} is of class type, "
+                                           f"which pytiled-parser's XML reader drops; save "
+                                           f"the file as JSON (.tmj/.tsj/.tj), or use plain "
+                                           f"properties",
+                                     where=f"{kind}(id {owner.get('id')})")
 
 
 def _resolve(referrer: Path, text: str, where: str, root: Path) -> Path:

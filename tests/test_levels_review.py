@@ -719,16 +719,45 @@ def test_a_tmx_layer_offset_on_one_axis_moves_the_layer(tmp_path: Path, offsets:
     assert _solid_cells(world) == cells
 
 
-def test_class_type_properties_in_a_tmx_are_an_error_not_dropped(tmp_path: Path) -> None:
-    body = ('<objectgroup id="2" name="O"><object id="3" type="slime" x="8" y="8">'
-            '<properties><property name="speed" type="class" propertytype="P">'
-            '<properties><property name="v" type="float" value="4"/></properties>'
-            '</property></properties></object></objectgroup>')
+def test_class_type_properties_in_tiled_xml_files_are_an_error_not_dropped(
+        tmp_path: Path) -> None:
+    """pytiled-parser's XML reader drops class-type properties (its JSON reader keeps
+    them): on objects, tiles and templates they are refused, naming the file and owner;
+    a tile's collision shapes (which place nothing) may have them."""
+    klass = ('<properties><property name="speed" type="class" propertytype="P">'
+             '<properties><property name="v" type="float" value="4"/></properties>'
+             '</property></properties>')
+    on_object = (f'<objectgroup id="2" name="O"><object id="3" type="slime" x="8" y="8">'
+                 f'{klass}</object></objectgroup>')
     world = World()
-    with pytest.raises(LevelError, match=r"objects\[0\]\(id 3\): property 'speed' is of class "
-                                         r"type, which the TMX reader"):
-        load_level(world, _tmx(tmp_path / "map", body), stock_prefabs())
+    with pytest.raises(LevelError, match=r"m\.tmx: object\(id 3\): property 'speed' is of "
+                                         r"class type, which pytiled-parser's XML reader drops"):
+        load_level(world, _tmx(tmp_path / "a", on_object), stock_prefabs())
     assert len(world) == 0
+    folder = tmp_path / "b"
+    folder.mkdir()
+    (folder / "t.tsx").write_text(
+        '<?xml version="1.0"?><tileset version="1.10" tiledversion="1.10.2" name="t" '
+        'tilewidth="16" tileheight="16" tilecount="4" columns="2"><image source="x.png" '
+        f'width="32" height="32"/><tile id="0" type="ground">{klass}</tile></tileset>')
+    tiles = (folder / "m.tmx")
+    tiles.write_text(
+        '<?xml version="1.0"?><map version="1.10" tiledversion="1.10.2" '
+        'orientation="orthogonal" renderorder="right-down" width="2" height="2" '
+        'tilewidth="16" tileheight="16" infinite="0" nextlayerid="9" nextobjectid="20">'
+        '<tileset firstgid="1" source="t.tsx"/><layer id="1" name="L" width="2" height="2">'
+        '<data encoding="csv">1,0,\n0,0</data></layer></map>')
+    with pytest.raises(LevelError, match=r"t\.tsx: tile\(id 0\): property 'speed'"):
+        load_level(World(), tiles, stock_prefabs())
+    shape = ('<tile id="0" type="ground"><objectgroup draworder="index">'
+             f'<object id="1" x="0" y="0" width="16" height="16">{klass}</object>'
+             '</objectgroup></tile>')
+    layer = ('<layer id="1" name="L" width="2" height="2"><data encoding="csv">1,0,\n0,0'
+             '</data></layer>')
+    with_shape = _tmx(tmp_path / "c", layer).read_text().replace(
+        '<tile id="0" type="ground"/>', shape)
+    (tmp_path / "c" / "m.tmx").write_text(with_shape)
+    load_level(World(), tmp_path / "c" / "m.tmx", stock_prefabs())  # (a collision shape)
 
 
 def test_a_completed_tmx_still_finds_its_external_tileset(tmp_path: Path) -> None:
@@ -748,3 +777,26 @@ def test_a_completed_tmx_still_finds_its_external_tileset(tmp_path: Path) -> Non
     world = World()
     load_level(world, file, stock_prefabs())
     assert _solid_cells(world) == {(0, 2)}
+
+
+def test_image_data_past_the_last_row_is_not_inflated_or_refused(tmp_path: Path) -> None:
+    """Extra inflated bytes after the rows (which pillow ignores), spread over several
+    IDAT chunks: accepted, and the count stops at what the rows need (a small file can
+    inflate to gigabytes)."""
+    import struct
+    import zlib
+
+    from ecs_engine.levels.images import read_rgba
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+
+    stream = zlib.compress((b"\0" + b"\xff" * 16) * 4 + b"\0" * (64 << 20), 9)
+    parts = [stream[i : i + len(stream) // 5 + 1] for i in range(0, len(stream),
+                                                                 len(stream) // 5 + 1)]
+    header = struct.pack(">IIBBBBB", 4, 4, 8, 6, 0, 0, 0)
+    png = tmp_path / "extra.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+                    + b"".join(chunk(b"IDAT", p) for p in parts) + chunk(b"IEND", b""))
+    assert len(parts) > 2 and read_rgba(png).shape == (4, 4, 4)
