@@ -777,12 +777,8 @@ class World:
             rows.sort()
             owner = store.owner
             if owner is None:  # one run: remove_rows' moves
-                new_n = n - len(rows)
-                holes = [row for row in rows if row < new_n]
-                sources = [row for row in range(new_n, n) if row not in rows] if holes else holes
-                store.remove_few(gone, rows, holes, sources, new_n)
-                continue
-            if last is not None and last[0] is owner and last[1] == n and last[2] == rows:
+                plan = few_removal_plan(rows, [n])
+            elif last is not None and last[0] is owner and last[1] == n and last[2] == rows:
                 plan = last[3]
             else:
                 levels = owner.chain()  # the store's runs: innermost first, then the rest
