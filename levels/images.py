@@ -7,6 +7,7 @@ The size is read from the PNG header and checked before any pixel is decoded.
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 from collections.abc import Iterable, Sequence
@@ -71,13 +72,17 @@ def read_rgba(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS,
         raise LevelError(name, f"image is {width}x{height} = {width * height} pixels; "
                                f"the limit is {max_pixels} pixels")
     try:
+        raw = path.read_bytes()  # once: for pillow and for the row count below
+    except OSError as exc:
+        raise LevelError(name, f"cannot read: {exc.strerror or exc}") from exc
+    try:
         # formats=("PNG",): never hand a player's file to another format's decoder.
-        with Image.open(path, formats=("PNG",)) as img:
+        with Image.open(io.BytesIO(raw), formats=("PNG",)) as img:
             if img.size != (width, height):
                 raise LevelError(name, f"corrupt PNG: header says {width}x{height}, pillow "
                                        f"reads {img.width}x{img.height}")
             img.load()
-            _check_image_data(path, name, width, height, bit_depth, color_type)
+            _check_image_data(raw, name, width, height, bit_depth, color_type)
             return _to_rgba(img, bit_depth, color_type)
     except LevelError:
         raise
@@ -122,7 +127,7 @@ _ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), 
           (0, 1, 1, 2))
 
 
-def _check_image_data(path: Path, shown: Path, width: int, height: int, bit_depth: int,
+def _check_image_data(raw: bytes, shown: Path, width: int, height: int, bit_depth: int,
                       color_type: int) -> None:
     """``LevelError`` unless the image data holds every row. A zlib stream that ends
     early inside an intact file decodes without complaint in pillow, its missing rows
@@ -131,8 +136,6 @@ def _check_image_data(path: Path, shown: Path, width: int, height: int, bit_dept
     samples; per Adam7 pass when interlaced)."""
     import zlib
 
-    with open(path, "rb") as fh:
-        raw = fh.read()
     interlaced = len(raw) > 28 and raw[28] == 1
     bits = _CHANNELS.get(color_type, 0) * bit_depth
 
