@@ -24,6 +24,7 @@ import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.savefile import arriving_columns
+from ecs_engine.slotmap import PreparedSlots, SlotTable
 from ecs_engine.snapshot import KeyIndex, live_keys
 
 MIN_BYTES = 4 << 20  # smaller files: a thread's start costs more than it hides
@@ -39,17 +40,25 @@ class KeyLookahead:
     ``capacity_for(high_water)``: the slot capacity the world will have (the length of
     each sparse index); ``wanted(name)``: whether the world takes the saved component
     ``name`` (only those are indexed: a file may name thousands of stores the load then
-    skips or refuses, and each index is a slot-table-sized array). After the read,
-    ``results()`` checks the stores the helper has not started on, waits for it and
-    returns the indexes by component name; ``stop()`` ends the helper without results
-    (a load that failed before asking for them)."""
+    skips or refuses, and each index is a slot-table-sized array); ``prepare(table)``:
+    checks the saved slot table and lays it out in new slot-map arrays (``prepare_slots``),
+    which the helper does as soon as the table is in. After the read,
+    ``prepared_slots(table)`` gives what ``prepare`` made if it was made from ``table``'s
+    very bytes (else None: the main thread prepares), ``results()`` checks the stores the
+    helper has not started on, waits for it and returns the indexes by component name;
+    ``stop()`` ends the helper without results (a load that failed before asking)."""
 
     def __init__(self, capacity_for: Callable[[int], int],
-                 wanted: Callable[[str], bool]) -> None:
+                 wanted: Callable[[str], bool],
+                 prepare: Callable[[SlotTable], PreparedSlots]) -> None:
         self._capacity_for = capacity_for
         self._wanted = wanted
+        self._prepare = prepare
+        self._prepared: PreparedSlots | None = None
+        self._prepare_tried = False  # prepare ran (or never will): prepared_slots may answer
         self._state = threading.Condition()  # guards everything below, wakes waiters
         self._got = 0
+        self._needed = 0  # the bytes the helper waits for: arrived() wakes it only then
         self._done = False
         self._failed = False
         self._over = False  # the helper thread has returned
@@ -73,7 +82,8 @@ class KeyLookahead:
     def arrived(self, got: int) -> None:
         with self._state:
             self._got = got
-            self._state.notify_all()
+            if got >= self._needed:  # (a helper woken early only takes the GIL back)
+                self._state.notify_all()
 
     def finished(self) -> None:
         with self._state:
@@ -90,6 +100,22 @@ class KeyLookahead:
         self._thread.join()
         return {} if self._failed else self._indexes
 
+    def prepared_slots(self, table: SlotTable) -> PreparedSlots | None:
+        """``prepare``'s result for ``table`` (the parsed slot table) when the helper made
+        it from the same memory, waiting for it if need be; else None."""
+        if self._thread is None:
+            return None
+        with self._state:
+            self._state.wait_for(lambda: self._prepare_tried or self._failed or self._over)
+            prepared = None if self._failed else self._prepared
+        if prepared is None or not all(
+                a.dtype == b.dtype and len(a) == len(b) and (not len(a) or _same_memory(a, b))
+                for a, b in ((prepared.table.generations, table.generations),
+                             (prepared.table.alive, table.alive),
+                             (prepared.table.free, table.free))):
+            return None
+        return PreparedSlots(table, prepared.generations, prepared.alive, prepared.free)
+
     def stop(self) -> None:
         """End the helper (if any) and wait for it: nothing it built is used."""
         if self._thread is None:
@@ -99,6 +125,7 @@ class KeyLookahead:
 
     def _wait(self, nbytes: int) -> int:
         with self._state:
+            self._needed = nbytes
             self._state.wait_for(lambda: self._got >= nbytes or self._done or self._failed)
             if self._failed:
                 raise _Abandoned
@@ -112,17 +139,21 @@ class KeyLookahead:
     def _run(self) -> None:
         assert self._buf is not None
         try:
-            generations = None
+            generations = alive = None
             columns: list[tuple[str, np.ndarray]] = []
             for kind, name, column in arriving_columns(self._buf, self._size, self._wait):
                 if kind == "generations":
                     generations = column.astype(np.uint32, copy=False)
-                elif kind == "free" and generations is not None:
-                    live = live_keys(generations, column.astype(np.int64, copy=False))
+                elif kind == "alive":
+                    alive = column.view(np.bool_)
+                elif kind == "free" and generations is not None and alive is not None:
+                    free = column.astype(np.int64, copy=False)
+                    live = live_keys(generations, free)
                     with self._state:
                         self._live = live
                         self._capacity = self._capacity_for(len(generations))
                         self._state.notify_all()
+                    self._prepare_table(SlotTable(generations, alive, free))
                 elif kind == "keys" and self._live is not None:
                     if self._failed:
                         return
@@ -142,6 +173,18 @@ class KeyLookahead:
             with self._state:
                 self._over = True
                 self._state.notify_all()
+
+    def _prepare_table(self, table: SlotTable) -> None:
+        """``prepare`` the slot table while the keys are still being read (a table that
+        fails its checks is left to the main thread, which reports it)."""
+        try:
+            prepared = self._prepare(table)
+        except Exception:
+            prepared = None
+        with self._state:
+            self._prepared = prepared
+            self._prepare_tried = True
+            self._state.notify_all()
 
     def _help(self) -> None:
         """On the main thread, once the read is done: check the stores the helper has not
@@ -189,3 +232,7 @@ class KeyLookahead:
             if self._failed:
                 raise _Abandoned
             return self._built[at]
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(a.__array_interface__["data"][0] == b.__array_interface__["data"][0])

@@ -690,11 +690,12 @@ def decode_snapshot(data: bytes | bytearray | memoryview) -> Snapshot:
 
 def arriving_columns(buf: np.ndarray, size: int, wait: Callable[[int], int]
                      ) -> Iterator[tuple[str, str, np.ndarray]]:
-    """The columns a key check needs, of a save being read into ``buf``, each as soon as
-    its bytes are in: ``("generations", "", a)``, ``("free", "", a)``, then per component
-    ``("keys", name, a)``. ``wait(n)`` returns how many bytes are in once the first ``n``
-    are (fewer: they never will be, and this stops). Raises ``SaveFileError`` on anything
-    odd; the full parse after the read names the problem properly."""
+    """The slot table and key columns of a save being read into ``buf``, each as soon as
+    its bytes are in: ``("generations", "", a)``, ``("alive", "", a)``, ``("free", "", a)``,
+    then per component ``("keys", name, a)``. ``wait(n)`` returns how many bytes are in
+    once the first ``n`` are (fewer: they never will be, and this stops). Raises
+    ``SaveFileError`` on anything odd; the full parse after the read names the problem
+    properly."""
     avail = wait(min(size, 256))
     declared, pos, version = _header_of(buf[:avail])
     end = size - CHECKSUM_SIZE
@@ -704,7 +705,7 @@ def arriving_columns(buf: np.ndarray, size: int, wait: Callable[[int], int]
     meta, pos = _read_object(buf, pos, min(end, avail), "metadata")
     _, hw, nfree, comps = _parse_layout(meta)
     columns = iter(_columns(hw, nfree, comps, version))
-    wanted = [("generations", ""), ("", ""), ("free", "")]  # the alive flags: skipped
+    wanted = [("generations", ""), ("alive", ""), ("free", "")]
     for c in comps:
         wanted += [("keys", c.name)] + [("", "")] * (len(c.fields) if version == 1 else 1)
     for (kind, name), col in zip(wanted, columns, strict=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,6 +27,21 @@ from ecs_engine.storage import CHUNK_ROWS, ComponentStore
 if TYPE_CHECKING:
     from ecs_engine.prefab import PrefabRegistry
     from ecs_engine.world import World
+
+
+def _c_key_checks() -> tuple[Callable[[np.ndarray, np.ndarray, np.ndarray], bool] | None,
+                            Callable[[np.ndarray, np.ndarray, np.ndarray], int] | None]:
+    """The one-pass key checks in C (``_keyindex.c``; setup.py builds them where a C
+    compiler is), or Nones: then ``live_keys`` and ``_index_live_keys`` take numpy passes
+    that give the same answers."""
+    try:
+        from ecs_engine._keyindex import fill_live_keys, index_live_keys
+    except ImportError:
+        return None, None
+    return fill_live_keys, index_live_keys
+
+
+_fill_in_one_pass, _index_in_one_pass = _c_key_checks()
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -393,8 +409,6 @@ def _index_live_keys(keys: np.ndarray, live: np.ndarray, sparse: np.ndarray) -> 
     """
     from ecs_engine.entity import SLOT_MASK
 
-    if len(live) == 1 and live[0] == 0:
-        return False  # no live slot (the one entry is a free slot's 0: NULL would match)
     keys = keys.astype(np.uint64, copy=False)
     n = len(keys)
     size = min(n, _BLOCK)
@@ -423,6 +437,11 @@ def live_keys(generations: np.ndarray, free: np.ndarray) -> np.ndarray:
     would be a fresh 8 MB array per million slots, page faults and all)."""
     hw = len(generations)
     live = np.empty(hw, np.uint64)
+    if _fill_in_one_pass is not None:
+        if not _fill_in_one_pass(np.ascontiguousarray(generations, np.uint32),
+                                 np.ascontiguousarray(free, np.int64), live):
+            raise IndexError("a free slot outside the slot table")  # (as numpy's scatter)
+        return _free_last_slot(live)
     numbers = np.arange(min(hw, _BLOCK), dtype=np.uint64)
     for start in range(0, hw, _BLOCK):
         part = live[start : start + _BLOCK]
@@ -431,8 +450,12 @@ def live_keys(generations: np.ndarray, free: np.ndarray) -> np.ndarray:
         part |= numbers[: len(part)]
         numbers += np.uint64(_BLOCK)
     live[free] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
-    if hw and live[hw - 1] == np.uint64(0xFFFF_FFFF_FFFF_FFFF):
-        live[hw - 1] = 0  # (a key 2**64 - 1 is clipped onto this slot)
+    return _free_last_slot(live)
+
+
+def _free_last_slot(live: np.ndarray) -> np.ndarray:
+    if len(live) and live[-1] == np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+        live[-1] = 0  # (a key 2**64 - 1 is clipped onto this slot)
     return live
 
 
@@ -462,7 +485,12 @@ class KeyIndex:
         sparse = np.full(capacity, -1, np.int32)
         if not len(keys):
             return cls(keys, sparse, True, True)
-        if live is None or not len(live) or not _index_live_keys(keys, live, sparse):
+        if live is None or not len(live) or (len(live) == 1 and live[0] == 0):
+            return cls(keys, sparse, False, False)  # (no live slot: see live_keys)
+        if _index_in_one_pass is not None:
+            found = _index_in_one_pass(np.ascontiguousarray(keys, np.uint64), live, sparse)
+            return cls(keys, sparse, found > 0, found == 1)
+        if not _index_live_keys(keys, live, sparse):
             return cls(keys, sparse, False, False)
         # Live keys are one per slot: a repeated entity leaves fewer filled slots.
         unique = np.count_nonzero(sparse[: len(live)] >= 0) == len(keys)
@@ -523,13 +551,12 @@ def check_slot_table(table: SlotTable) -> None:
         raise SaveFileError("slot table: generation 0 is reserved for NULL")
 
 
-def prepare_slots(world: World, snap: Snapshot) -> PreparedSlots:
-    """Check the slot table of a snapshot from elsewhere and lay it out in the world's
-    slot-map arrays, before the restore (nothing in the world changes): a load does
-    this while its key checks finish, and ``restore_snapshot(prepared=...)`` then skips
-    both steps."""
-    check_slot_table(snap.slots)
-    return world._slots.prepare(snap.slots)
+def prepare_slots(world: World, table: SlotTable) -> PreparedSlots:
+    """Check a slot table from elsewhere and lay it out in the world's slot-map arrays,
+    before the restore (nothing in the world changes): a load does this while its key
+    checks finish, and ``restore_snapshot(prepared=...)`` then skips both steps."""
+    check_slot_table(table)
+    return world._slots.prepare(table)
 
 
 def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
@@ -794,7 +821,7 @@ def restore_snapshot(world: World, snap: Snapshot, source: str = "memory",
     so ``snap`` then shares memory with the world and must be dropped (the event takes
     its snapshot from the world on first use). ``indexed``: stores' keys checked ahead
     (while the file was read), used where they are of these very bytes; ``prepared``:
-    ``prepare_slots(world, snap)`` done ahead."""
+    ``prepare_slots(world, snap.slots)`` done ahead."""
     if world._open_queries:
         raise RuntimeError("cannot restore while a query is open")
     own = snap.origin is world._versions

@@ -1230,11 +1230,12 @@ class World:
         makes one if you want to come back to it without reading the file again."""
         from ecs_engine.lookahead import KeyLookahead
         from ecs_engine.migrate import find_saved_type
-        from ecs_engine.snapshot import sparse_capacity
+        from ecs_engine.snapshot import prepare_slots, sparse_capacity
 
         known = self._types_by_name.values()
         lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water),
-                                 lambda name: find_saved_type(known, name) is not None)
+                                 lambda name: find_saved_type(known, name) is not None,
+                                 lambda table: prepare_slots(self, table))
         try:
             self._load_read(path, prefabs, lookahead)
         finally:
@@ -1261,8 +1262,9 @@ class World:
                         types[s.name] = found
                 snap = rederive(snap, derived, registry, types)
             # The slot table's checks and arrays first: they need no key check, so they
-            # run while the key-check thread finishes (results() waits for it).
-            prepared = prepare_slots(self, snap)
+            # run while the key-check thread finishes (results() waits for it). A big
+            # file's table was prepared on that thread while the rest was read.
+            prepared = lookahead.prepared_slots(snap.slots) or prepare_slots(self, snap.slots)
             event = restore_snapshot(self, snap, "file", memory, lookahead.results(),
                                      prepared)
         except SaveFileError as exc:
