@@ -25,7 +25,7 @@ import numpy as np
 from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.savefile import arriving_columns
 from ecs_engine.slotmap import PreparedSlots, SlotTable
-from ecs_engine.snapshot import KeyIndex, live_keys
+from ecs_engine.snapshot import Allocate, KeyIndex, live_keys
 
 MIN_BYTES = 4 << 20  # smaller files: a thread's start costs more than it hides
 
@@ -42,7 +42,8 @@ class KeyLookahead:
     ``name`` (only those are indexed: a file may name thousands of stores the load then
     skips or refuses, and each index is a slot-table-sized array); ``prepare(table)``:
     checks the saved slot table and lays it out in new slot-map arrays (``prepare_slots``),
-    which the helper does as soon as the table is in. After the read,
+    which the helper does as soon as the table is in; ``alloc(length, dtype)``: memory for
+    the live-key table and the indexes (the world's pool). After the read,
     ``prepared_slots(table)`` gives what ``prepare`` made if it was made from ``table``'s
     very bytes (else None: the main thread prepares), ``results()`` checks the stores the
     helper has not started on, waits for it and returns the indexes by component name;
@@ -50,8 +51,9 @@ class KeyLookahead:
 
     def __init__(self, capacity_for: Callable[[int], int],
                  wanted: Callable[[str], bool],
-                 prepare: Callable[[SlotTable], PreparedSlots]) -> None:
+                 prepare: Callable[[SlotTable], PreparedSlots], alloc: Allocate) -> None:
         self._capacity_for = capacity_for
+        self._alloc = alloc
         self._wanted = wanted
         self._prepare = prepare
         self._prepared: PreparedSlots | None = None
@@ -148,7 +150,7 @@ class KeyLookahead:
                     alive = column.view(np.bool_)
                 elif kind == "free" and generations is not None and alive is not None:
                     free = column.astype(np.int64, copy=False)
-                    live = live_keys(generations, free)
+                    live = live_keys(generations, free, self._alloc)
                     with self._state:
                         self._live = live
                         self._capacity = self._capacity_for(len(generations))
@@ -219,7 +221,7 @@ class KeyLookahead:
                         and np.array_equal(columns[i][1], keys)), None)
         twin = None if twin_at is None else self._await(twin_at)
         assert self._live is not None
-        index = KeyIndex.build(keys, self._live, self._capacity, twin)
+        index = KeyIndex.build(keys, self._live, self._capacity, twin, self._alloc)
         with self._state:
             self._built[at] = index
             self._indexes[name] = index

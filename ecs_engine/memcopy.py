@@ -7,6 +7,7 @@ viewing contiguous arrays as bytes makes the same copy a plain memcpy.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -54,32 +55,41 @@ class BufferPool:
     def __init__(self, keep: int = 4) -> None:
         self.keep = keep
         self._buffers: list[np.ndarray] = []
+        self._lock = threading.Lock()  # (a load's key-check thread takes memory too)
 
     def take(self, nbytes: int) -> np.ndarray:
         """``nbytes`` of writable memory (contents undefined)."""
         if nbytes >= self.MIN_BYTES:
-            for i in range(len(self._buffers)):
-                # 2 references: the list's and getrefcount's argument; any view, snapshot
-                # or exported buffer of it adds one
-                if (nbytes <= self._buffers[i].size <= 2 * nbytes
-                        and sys.getrefcount(self._buffers[i]) == 2):
-                    buf = self._buffers.pop(i)
-                    self._buffers.append(buf)  # most recent last
-                    return buf[:nbytes]
+            with self._lock:
+                for i in range(len(self._buffers)):
+                    # 2 references: the list's and getrefcount's argument; any view,
+                    # snapshot or exported buffer of it adds one
+                    if (nbytes <= self._buffers[i].size <= 2 * nbytes
+                            and sys.getrefcount(self._buffers[i]) == 2):
+                        buf = self._buffers.pop(i)
+                        self._buffers.append(buf)  # most recent last
+                        return buf[:nbytes]
         buf = np.empty(nbytes, np.uint8)
         self.offer(buf)
         return buf
+
+    def array(self, length: int, dtype: np.typing.DTypeLike) -> np.ndarray:
+        """A 1-d array of ``length`` items of ``dtype`` in memory from ``take``."""
+        dtype = np.dtype(dtype)
+        return self.take(length * dtype.itemsize).view(dtype)
 
     def offer(self, buf: np.ndarray) -> None:
         """Let the pool reuse ``buf`` (an owning uint8 array) once it is unreferenced."""
         if buf.size < self.MIN_BYTES or buf.base is not None or buf.dtype != np.uint8:
             return
-        if not any(b is buf for b in self._buffers):
-            self._buffers.append(buf)
-            del self._buffers[: -self.keep]
+        with self._lock:
+            if not any(b is buf for b in self._buffers):
+                self._buffers.append(buf)
+                del self._buffers[: -self.keep]
 
     def clear(self) -> None:
-        self._buffers.clear()
+        with self._lock:
+            self._buffers.clear()
 
     @property
     def nbytes(self) -> int:

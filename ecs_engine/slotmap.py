@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -186,21 +186,24 @@ class SlotMap:
         return SlotTable(self.generations[:hw].copy(), self.alive[:hw].copy(),
                          self.free[: self.n_free].copy())
 
-    def prepare(self, table: SlotTable) -> PreparedSlots:
+    def prepare(self, table: SlotTable,
+                alloc: Callable[[int, np.typing.DTypeLike], np.ndarray] = np.empty
+                ) -> PreparedSlots:
         """New arrays holding ``table`` at the capacity ``set_table`` gives it, built
         before a restore may change anything (a load builds them while its key checks
-        finish) and then taken by ``set_table`` with no copy."""
+        finish) and then taken by ``set_table`` with no copy. ``alloc(length, dtype)``:
+        where their memory comes from (a load takes it from its world's pool)."""
         hw = len(table.generations)
         if hw > MAX_SLOTS:
             raise MemoryError(f"slot map full: {hw} slots needed, at most {MAX_SLOTS}")
         cap = max(hw, 2 * self.capacity) if hw > self.capacity else self.capacity
-        gens = np.empty(cap, np.uint32)
+        gens = alloc(cap, np.uint32)
         gens[:hw] = table.generations
         gens[hw:] = 1
-        alive = np.empty(cap, np.bool_)
+        alive = alloc(cap, np.bool_)
         alive[:hw] = table.alive
         alive[hw:] = False
-        free = np.zeros(cap, np.int64)  # (calloc: pages past the list stay untouched)
+        free = alloc(cap, np.int64)  # (past the list: never read, pages left untouched)
         free[: len(table.free)] = table.free
         return PreparedSlots(table, gens, alive, free)
 

@@ -427,16 +427,26 @@ def _index_live_keys(keys: np.ndarray, live: np.ndarray, sparse: np.ndarray) -> 
     return True
 
 
-def live_keys(generations: np.ndarray, free: np.ndarray) -> np.ndarray:
+Allocate = Callable[[int, "np.typing.DTypeLike"], np.ndarray]  # (length, dtype) -> array
+
+
+def fresh_array(length: int, dtype: np.typing.DTypeLike) -> np.ndarray:
+    """New memory (``Allocate`` for callers without a world's pool)."""
+    return np.empty(length, dtype)
+
+
+def live_keys(generations: np.ndarray, free: np.ndarray,
+              alloc: Allocate = fresh_array) -> np.ndarray:
     """The live key of every slot of a slot table; slots on the free list get a key no
     stored key can equal (its slot would be 2**32 - 1, past any table), except the last
     slot, which gets 0 when free: ``_index_live_keys`` clips a stored key's slot past the
     table onto the last one, and 0 (slot 0, generation 0) equals no such key.
 
     Built in cache-sized blocks: no table-sized temporaries (an arange of every slot
-    would be a fresh 8 MB array per million slots, page faults and all)."""
+    would be a fresh 8 MB array per million slots, page faults and all). ``alloc``: where
+    the table's memory comes from (a load takes it from its world's pool)."""
     hw = len(generations)
-    live = np.empty(hw, np.uint64)
+    live = alloc(hw, np.uint64)
     if _fill_in_one_pass is not None:
         if not _fill_in_one_pass(np.ascontiguousarray(generations, np.uint32),
                                  np.ascontiguousarray(free, np.int64), live):
@@ -477,12 +487,15 @@ class KeyIndex:
 
     @classmethod
     def build(cls, keys: np.ndarray, live: np.ndarray | None, capacity: int,
-              twin: KeyIndex | None = None) -> KeyIndex:
+              twin: KeyIndex | None = None, alloc: Allocate = fresh_array) -> KeyIndex:
         """Check ``keys`` against ``live`` (``live_keys``); ``twin``: an index of equal
-        keys (components added together keep one row order), copied instead."""
+        keys (components added together keep one row order), copied instead. ``alloc``:
+        where the index's memory comes from (a load takes it from its world's pool)."""
+        sparse = alloc(capacity, np.int32)
         if twin is not None:
-            return cls(keys, twin.sparse.copy(), twin.alive, twin.unique)
-        sparse = np.full(capacity, -1, np.int32)
+            np.copyto(sparse, twin.sparse)
+            return cls(keys, sparse, twin.alive, twin.unique)
+        sparse.fill(-1)
         if not len(keys):
             return cls(keys, sparse, True, True)
         if live is None or not len(live) or (len(live) == 1 and live[0] == 0):
@@ -556,7 +569,7 @@ def prepare_slots(world: World, table: SlotTable) -> PreparedSlots:
     before the restore (nothing in the world changes): a load does this while its key
     checks finish, and ``restore_snapshot(prepared=...)`` then skips both steps."""
     check_slot_table(table)
-    return world._slots.prepare(table)
+    return world._slots.prepare(table, world._index_memory.array)
 
 
 def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
@@ -594,9 +607,10 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
             index = found  # checked while the file was still being read
         else:
             if live is None and s.n:
-                live = live_keys(table.generations, free)
+                live = live_keys(table.generations, free, world._index_memory.array)
             index = KeyIndex.build(s.entities, live, capacity,
-                                   next((c for c in checked if c.keys_equal(s.entities)), None))
+                                   next((c for c in checked if c.keys_equal(s.entities)), None),
+                                   world._index_memory.array)
         if not index.alive:
             raise SaveFileError(f"component {s.name!r}: holds entities the slot table says "
                                 f"are not alive")

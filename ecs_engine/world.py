@@ -129,6 +129,9 @@ class World:
         # a Rollback holds only frames recorded since the last one.
         self._jumps = 0
         self._buffers = BufferPool()  # snapshot memory to reuse once nothing holds it
+        # A load's slot tables and key indexes: those a load replaces serve the next one
+        # (no page faults; see load).
+        self._index_memory = BufferPool()
         self.resources: dict[str, Any] = {}
         # Derived state systems rebuild from the columns (spatial grids, GPU buffers):
         # never saved, never snapshotted.
@@ -1233,9 +1236,14 @@ class World:
         from ecs_engine.snapshot import prepare_slots, sparse_capacity
 
         known = self._types_by_name.values()
+        # Every index in use plus as many spares (the ones this load replaces), the slot
+        # table's three arrays twice and the live-key table: a load after a load takes
+        # all its index memory from the pool.
+        self._index_memory.keep = 2 * max(len(self._stores), len(known)) + 8
         lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water),
                                  lambda name: find_saved_type(known, name) is not None,
-                                 lambda table: prepare_slots(self, table))
+                                 lambda table: prepare_slots(self, table),
+                                 self._index_memory.array)
         try:
             self._load_read(path, prefabs, lookahead)
         finally:

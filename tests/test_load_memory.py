@@ -293,3 +293,40 @@ def test_a_prepared_slot_table_gives_the_slot_map_a_copy_would(live: bool) -> No
             assert ready is not None and slots.generations is ready.generations
             key = int(table.generations[1]) << 32 | 1
             assert slots.is_alive(key) == bool(table.alive[1])
+
+
+def index_arrays(world: World) -> list[np.ndarray]:
+    slots = world._slots
+    return [s.sparse for s in world._stores.values()] + [slots.generations, slots.alive,
+                                                         slots.free]
+
+
+def test_a_load_after_a_load_takes_its_slot_table_and_indexes_from_the_pool(
+        tmp_path: Path) -> None:
+    """Memory a load's indexes replaced serves the next load (no page faults), never while
+    anything still holds it, and never to two indexes at once."""
+    paths, states = [], []
+    for i in range(2):  # 300k slots: every index is past the pool's 1 MB minimum
+        source = build(seed=i, n=300_000)
+        shake(source, i)
+        paths.append(tmp_path / f"{i}.sav")
+        source.save(paths[-1])
+        states.append(world_state(source))
+    world = fresh()
+    pooled = []
+    held = before = None
+    for step in range(6):
+        world.load(paths[step % 2])
+        assert world_state(world) == states[step % 2]
+        check_invariants(world)
+        arrays = index_arrays(world)
+        assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays)
+                       for b in arrays[i + 1:])
+        pooled.append(world._index_memory.nbytes)
+        if step == 2:  # something still holds this index: no later load may reuse it
+            held = world.store(Pos).sparse
+            before = held.copy()
+    assert held is not None and before is not None and np.array_equal(held, before)
+    # From the third load on, nothing new: but for the held index, replaced once
+    assert pooled[3] == pooled[2] and pooled[4] == pooled[5] == pooled[3] + held.nbytes
+    assert not any(np.shares_memory(held, a) for a in index_arrays(world))

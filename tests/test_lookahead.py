@@ -231,7 +231,8 @@ def test_a_failing_helper_thread_only_costs_time(big: tuple[Path, object],
 
 def test_a_read_that_stops_short_releases_the_helper_thread() -> None:
     watcher = lookahead.KeyLookahead(lambda high_water: high_water, lambda name: True,
-                                     lambda table: World()._slots.prepare(table))
+                                     lambda table: World()._slots.prepare(table),
+                                     np.empty)
     buf = np.zeros(lookahead.MIN_BYTES, np.uint8)
     watcher.started(buf, len(buf))
     watcher.arrived(1000)  # then the read fails
