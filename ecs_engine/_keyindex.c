@@ -11,22 +11,47 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SLOT_MASK 0xFFFFFFFFull  /* an entity key is generation << 32 | slot */
 #define GIL_FREE_FROM 4096       /* fewer keys: releasing the GIL costs more than it frees */
 
-/* A 1-d C-contiguous buffer of `itemsize`-byte items; 0, or -1 with an exception set. */
+/* Whether a buffer's struct format is one native-order item of a code in `codes`. */
 static int
-take_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable,
-            const char *what)
+native_item(const char *format, const char *codes)
 {
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (format == NULL) {
+        return 0;
+    }
+    if (*format == '@' || *format == '=') {
+        format++;
+    }
+#if PY_LITTLE_ENDIAN
+    else if (*format == '<') {
+        format++;
+    }
+#else
+    else if (*format == '>' || *format == '!') {
+        format++;
+    }
+#endif
+    return format[0] != '\0' && format[1] == '\0' && strchr(codes, format[0]) != NULL;
+}
+
+/* A 1-d C-contiguous buffer of native `itemsize`-byte integers of a struct code in
+ * `codes` (e.g. "LQ": unsigned 64-bit); 0, or -1 with an exception set. */
+static int
+take_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes,
+            int writable, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0) {
         return -1;
     }
-    if (view->ndim != 1 || view->itemsize != itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s must be a 1-d array of %zd-byte items", what,
-                     itemsize);
+    if (view->ndim != 1 || view->itemsize != itemsize || !native_item(view->format, codes)) {
+        PyErr_Format(PyExc_ValueError, "%s must be a 1-d array of native %zd-byte %s "
+                     "integers", what, itemsize, strchr(codes, 'i') || strchr(codes, 'l')
+                     ? "signed" : "unsigned");
         PyBuffer_Release(view);
         return -1;
     }
@@ -49,14 +74,14 @@ index_live_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_buffer keys_view, live_view, sparse_view;
-    if (take_buffer(args[0], &keys_view, 8, 0, "keys") < 0) {
+    if (take_buffer(args[0], &keys_view, 8, "LQ", 0, "keys") < 0) {
         return NULL;
     }
-    if (take_buffer(args[1], &live_view, 8, 0, "live") < 0) {
+    if (take_buffer(args[1], &live_view, 8, "LQ", 0, "live") < 0) {
         PyBuffer_Release(&keys_view);
         return NULL;
     }
-    if (take_buffer(args[2], &sparse_view, 4, 1, "sparse") < 0) {
+    if (take_buffer(args[2], &sparse_view, 4, "il", 1, "sparse") < 0) {
         PyBuffer_Release(&keys_view);
         PyBuffer_Release(&live_view);
         return NULL;
@@ -112,14 +137,14 @@ fill_live_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_buffer gens_view, free_view, live_view;
-    if (take_buffer(args[0], &gens_view, 4, 0, "generations") < 0) {
+    if (take_buffer(args[0], &gens_view, 4, "IL", 0, "generations") < 0) {
         return NULL;
     }
-    if (take_buffer(args[1], &free_view, 8, 0, "free") < 0) {
+    if (take_buffer(args[1], &free_view, 8, "lq", 0, "free") < 0) {
         PyBuffer_Release(&gens_view);
         return NULL;
     }
-    if (take_buffer(args[2], &live_view, 8, 1, "live") < 0) {
+    if (take_buffer(args[2], &live_view, 8, "LQ", 1, "live") < 0) {
         PyBuffer_Release(&gens_view);
         PyBuffer_Release(&free_view);
         return NULL;

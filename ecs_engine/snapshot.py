@@ -450,8 +450,10 @@ def live_keys(generations: np.ndarray, free: np.ndarray,
     if _fill_in_one_pass is not None:
         if not _fill_in_one_pass(np.ascontiguousarray(generations, np.uint32),
                                  np.ascontiguousarray(free, np.int64), live):
-            raise IndexError("a free slot outside the slot table")  # (as numpy's scatter)
+            raise IndexError("a free slot outside the slot table")
         return _free_last_slot(live)
+    if len(free) and (free.min() < 0 or free.max() >= hw):
+        raise IndexError("a free slot outside the slot table")  # (as the C check)
     numbers = np.arange(min(hw, _BLOCK), dtype=np.uint64)
     for start in range(0, hw, _BLOCK):
         part = live[start : start + _BLOCK]
@@ -501,7 +503,8 @@ class KeyIndex:
         if live is None or not len(live) or (len(live) == 1 and live[0] == 0):
             return cls(keys, sparse, False, False)  # (no live slot: see live_keys)
         if _index_in_one_pass is not None:
-            found = _index_in_one_pass(np.ascontiguousarray(keys, np.uint64), live, sparse)
+            found = _index_in_one_pass(np.ascontiguousarray(keys, np.uint64),
+                                       np.ascontiguousarray(live, np.uint64), sparse)
             return cls(keys, sparse, found > 0, found == 1)
         if not _index_live_keys(keys, live, sparse):
             return cls(keys, sparse, False, False)
@@ -544,11 +547,21 @@ def live_view(world: World) -> Snapshot:
 
 
 def check_slot_table(table: SlotTable) -> None:
-    """``SaveFileError`` unless a slot table from elsewhere is self-consistent: one alive
-    flag per slot, every dead slot on the free list once, no generation 0."""
+    """``SaveFileError`` unless a slot table from elsewhere is self-consistent: integer
+    generations in [1, 2**32), one bool alive flag per slot, an integer free list naming
+    every dead slot once."""
     from ecs_engine.savefile import SaveFileError
 
+    for name, arr, kinds in (("generations", table.generations, "ui"),
+                             ("alive flags", table.alive, "b"), ("free list", table.free, "ui")):
+        if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype.kind not in kinds:
+            raise SaveFileError(f"slot table: the {name} must be a 1-d array of "
+                                f"{'bools' if kinds == 'b' else 'integers'}, got "
+                                f"{getattr(arr, 'dtype', type(arr).__name__)}"
+                                f"{getattr(arr, 'shape', '')}")
     hw = len(table.generations)
+    if hw and table.generations.max() > 0xFFFF_FFFF:
+        raise SaveFileError("slot table: a generation past 2**32 - 1")
     if len(table.alive) != hw:
         raise SaveFileError(f"slot table: {len(table.alive)} alive flags for {hw} slots")
     free = table.free
@@ -560,8 +573,9 @@ def check_slot_table(table: SlotTable) -> None:
         raise SaveFileError("slot table: the free list names a slot twice")
     if len(free) + int(np.count_nonzero(table.alive)) != hw:
         raise SaveFileError("slot table: some dead slots are missing from the free list")
-    if hw and table.generations.min() == 0:
-        raise SaveFileError("slot table: generation 0 is reserved for NULL")
+    if hw and table.generations.min() <= 0:
+        raise SaveFileError("slot table: generation 0 is reserved for NULL (and a "
+                            "generation is never negative)")
 
 
 def prepare_slots(world: World, table: SlotTable) -> PreparedSlots:

@@ -6,6 +6,7 @@ must give the same answers for every slot table and every key, hostile ones incl
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -13,8 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecs_engine import snapshot
+from ecs_engine import SaveFileError, World, component, snapshot
+from ecs_engine.slotmap import SlotTable
 from ecs_engine.snapshot import KeyIndex, live_keys
+
+
+@component
+class Tag:
+    n: np.int32 = 0
+
 
 needs_c = pytest.mark.skipif(snapshot._index_in_one_pass is None,
                              reason="ecs_engine._keyindex was not built (no C compiler)")
@@ -96,8 +104,49 @@ def test_a_free_list_outside_the_table_is_refused_as_numpy_refuses_it() -> None:
     assert check is not None
     with pytest.raises(ValueError, match="differ in length"):
         check(np.ones(3, np.uint32), np.zeros(0, np.int64), np.empty(2, np.uint64))
-    with pytest.raises(ValueError, match="generations must be a 1-d array of 4-byte items"):
+    with pytest.raises(ValueError, match="generations must be a 1-d array of native 4-byte"):
         check(np.ones(3, np.uint64), np.zeros(0, np.int64), np.empty(3, np.uint64))
+
+
+@pytest.mark.parametrize("in_c", [True, False])
+@pytest.mark.parametrize("generations, why", [
+    (np.array([1, 2**32], np.int64), "past 2\\*\\*32 - 1"),
+    (np.array([1, -1], np.int64), "generation 0 is reserved"),
+    (np.array([1.0, 2.0]), "generations must be a 1-d array of integers"),
+])
+def test_a_foreign_slot_table_with_generations_out_of_range_is_refused(
+        in_c: bool, generations: np.ndarray, why: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C path reads generations as uint32: a wider table must not wrap into a
+    generation 0 slot (or another entity's key) on the way."""
+    if in_c and snapshot._fill_in_one_pass is None:
+        pytest.skip("no C key checks in this build")
+    if not in_c:
+        monkeypatch.setattr(snapshot, "_fill_in_one_pass", None)
+        monkeypatch.setattr(snapshot, "_index_in_one_pass", None)
+    source = World()
+    keys = source.spawn_batch(Tag(n=7), count=2)
+    snap = source.snapshot()
+    bad = dataclasses.replace(snap, slots=SlotTable(generations, snap.slots.alive,
+                                                    snap.slots.free))
+    world = World()
+    kept = world.spawn(Tag(n=1))
+    with pytest.raises(SaveFileError, match=why):
+        world.restore(bad)
+    assert world.get(kept, Tag)["n"] == 1 and len(world) == 1
+    del keys
+
+
+@pytest.mark.parametrize("in_c", [True, False])
+def test_a_free_slot_outside_the_table_is_refused_on_both_paths(
+        in_c: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if in_c and snapshot._fill_in_one_pass is None:
+        pytest.skip("no C key checks in this build")
+    if not in_c:
+        monkeypatch.setattr(snapshot, "_fill_in_one_pass", None)
+    for free in ([-1], [3], [0, 5]):
+        with pytest.raises(IndexError, match="a free slot outside the slot table"):
+            live_keys(np.ones(3, np.uint32), np.array(free, np.int64))
 
 
 @needs_c
@@ -136,10 +185,18 @@ def test_the_c_check_refuses_wrong_arrays() -> None:
     live = live_keys(np.zeros(4, np.uint32), np.zeros(0, np.int64))
     with pytest.raises(ValueError, match="sparse is shorter"):
         check(live, live, np.full(3, -1, np.int32))
-    with pytest.raises(ValueError, match="keys must be a 1-d array of 8-byte items"):
+    with pytest.raises(ValueError, match="keys must be a 1-d array of native 8-byte unsigned"):
         check(live.astype(np.uint32), live, np.full(4, -1, np.int32))
-    with pytest.raises(ValueError, match="sparse must be a 1-d array of 4-byte items"):
+    with pytest.raises(ValueError, match="sparse must be a 1-d array of native 4-byte signed"):
         check(live, live, np.full(4, -1, np.int64))
+    for wrong in (np.empty(4, object), np.ones(4, np.float64), live.astype(">u8"),
+                  live.view(np.int64)):  # (an object array's slots are pointers)
+        with pytest.raises(ValueError, match="live must be a 1-d array of native 8-byte"):
+            check(live, wrong, np.full(4, -1, np.int32))
+        with pytest.raises(ValueError, match="live must be a 1-d array of native 8-byte"):
+            fill = snapshot._fill_in_one_pass
+            assert fill is not None
+            fill(np.ones(4, np.uint32), np.zeros(0, np.int64), wrong)
     with pytest.raises(ValueError, match="read-only"):  # read-only memory: not the index
         sparse = np.full(4, -1, np.int32)
         sparse.flags.writeable = False
