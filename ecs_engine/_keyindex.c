@@ -1,12 +1,13 @@
-/* Checking a save's entity keys against its slot table, one pass each (snapshot.py).
+/* Checking a store's entity keys against a save's slot table in one pass (snapshot.py).
  *
- * fill_live_keys builds the table of every slot's live key; index_live_keys checks a
- * store's keys against it and indexes their rows. The numpy path (snapshot.live_keys,
- * snapshot._index_live_keys) takes five passes over every block of keys: mask, gather,
- * compare, all, scatter. At a million keys that is ~2 ms of a ~6 ms load, and a load
- * waits for it. Here each is one loop, with the GIL released, so the checks run beside
- * the file read (lookahead.py) without taking the GIL from it. Optional: an install
- * without a C compiler takes the numpy path, which gives the same answers.
+ * index_slot_keys reads the table's generations and alive flags as they are and indexes
+ * the keys' rows. The numpy path (snapshot.live_keys, snapshot._index_live_keys) first
+ * builds a table of every slot's live key (an 8 MB array per million slots), then takes
+ * five passes over every block of keys: mask, gather, compare, all, scatter. At a million
+ * keys that is ~2 ms of a ~6 ms load, and a load waits for it. Here it is one loop, with
+ * the GIL released, so the checks run beside the file read (lookahead.py) without taking
+ * the GIL from it. Optional: an install without a C compiler takes the numpy path, which
+ * gives the same answers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -38,74 +39,82 @@ native_item(const char *format, const char *codes)
     return format[0] != '\0' && format[1] == '\0' && strchr(codes, format[0]) != NULL;
 }
 
-/* A 1-d C-contiguous buffer of native `itemsize`-byte integers of a struct code in
- * `codes` (e.g. "LQ": unsigned 64-bit); 0, or -1 with an exception set. */
+/* A 1-d C-contiguous buffer of native `itemsize`-byte items of a struct code in `codes`
+ * (e.g. "LQ": unsigned 64-bit integers, named `kind` in errors); 0, or -1 with an
+ * exception set. */
 static int
 take_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes,
-            int writable, const char *what)
+            const char *kind, int writable, const char *what)
 {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0) {
         return -1;
     }
     if (view->ndim != 1 || view->itemsize != itemsize || !native_item(view->format, codes)) {
-        PyErr_Format(PyExc_ValueError, "%s must be a 1-d array of native %zd-byte %s "
-                     "integers", what, itemsize, strchr(codes, 'i') || strchr(codes, 'l')
-                     ? "signed" : "unsigned");
+        PyErr_Format(PyExc_ValueError, "%s must be a 1-d array of %s", what, kind);
         PyBuffer_Release(view);
         return -1;
     }
     return 0;
 }
 
-PyDoc_STRVAR(index_live_keys_doc,
-"index_live_keys(keys, live, sparse) -> int\n\n"
-"Check that every key (uint64) is the live key of its slot (live[slot] == key, for\n"
-"slot = key & 0xFFFFFFFF < len(live)) and write its row into sparse[slot] (int32,\n"
-"at least len(live) long, -1 where no key is). 0: a key is not alive (sparse partly\n"
-"written); 1: every key alive, each slot once; 2: every key alive, a slot twice.");
+PyDoc_STRVAR(index_slot_keys_doc,
+"index_slot_keys(keys, generations, alive, sparse) -> int\n\n"
+"Fill sparse (int32, at least as long as the slot table) with -1, then check that\n"
+"every key (uint64) is the live key of its slot (slot = key & 0xFFFFFFFF within the\n"
+"table, alive[slot], generations[slot] == key >> 32) and write its row into\n"
+"sparse[slot]. 0: a key is not alive (sparse partly written); 1: every key alive,\n"
+"each slot once; 2: every key alive, a slot twice.");
 
 static PyObject *
-index_live_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+index_slot_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "index_live_keys takes 3 arguments, got %zd", nargs);
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "index_slot_keys takes 4 arguments, got %zd", nargs);
         return NULL;
     }
-    Py_buffer keys_view, live_view, sparse_view;
-    if (take_buffer(args[0], &keys_view, 8, "LQ", 0, "keys") < 0) {
-        return NULL;
+    Py_buffer views[4];
+    static const struct { Py_ssize_t itemsize; const char *codes, *kind; int writable;
+                          const char *what; } wanted[4] = {
+        {8, "LQ", "native uint64", 0, "keys"}, {4, "IL", "native uint32", 0, "generations"},
+        {1, "?", "bools", 0, "alive"}, {4, "il", "native int32", 1, "sparse"}};
+    for (int i = 0; i < 4; i++) {
+        if (take_buffer(args[i], &views[i], wanted[i].itemsize, wanted[i].codes,
+                        wanted[i].kind, wanted[i].writable, wanted[i].what) < 0) {
+            while (i--) {
+                PyBuffer_Release(&views[i]);
+            }
+            return NULL;
+        }
     }
-    if (take_buffer(args[1], &live_view, 8, "LQ", 0, "live") < 0) {
-        PyBuffer_Release(&keys_view);
-        return NULL;
-    }
-    if (take_buffer(args[2], &sparse_view, 4, "il", 1, "sparse") < 0) {
-        PyBuffer_Release(&keys_view);
-        PyBuffer_Release(&live_view);
-        return NULL;
-    }
-    const uint64_t *keys = (const uint64_t *)keys_view.buf;
-    const uint64_t *live = (const uint64_t *)live_view.buf;
-    int32_t *sparse = (int32_t *)sparse_view.buf;
-    Py_ssize_t n = keys_view.shape[0];
-    uint64_t high_water = (uint64_t)live_view.shape[0];
+    const uint64_t *keys = (const uint64_t *)views[0].buf;
+    const uint32_t *generations = (const uint32_t *)views[1].buf;
+    const unsigned char *alive = (const unsigned char *)views[2].buf;
+    int32_t *sparse = (int32_t *)views[3].buf;
+    Py_ssize_t n = views[0].shape[0], capacity = views[3].shape[0];
+    uint64_t high_water = (uint64_t)views[1].shape[0];
     long result = -1;
-    if ((uint64_t)sparse_view.shape[0] < high_water) {
-        PyErr_SetString(PyExc_ValueError, "index_live_keys: sparse is shorter than live");
+    if ((uint64_t)views[2].shape[0] != high_water) {
+        PyErr_SetString(PyExc_ValueError, "index_slot_keys: alive and generations differ in "
+                        "length");
+    }
+    else if ((uint64_t)capacity < high_water) {
+        PyErr_SetString(PyExc_ValueError, "index_slot_keys: sparse is shorter than the slot "
+                        "table");
     }
     else if (n > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "index_live_keys: more keys than int32 rows");
+        PyErr_SetString(PyExc_ValueError, "index_slot_keys: more keys than int32 rows");
     }
     else {
-        int alive = 1, repeated = 0;
-        PyThreadState *released = n >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+        int in_table = 1, repeated = 0;
+        PyThreadState *released = n + capacity >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+        memset(sparse, 0xFF, (size_t)capacity * sizeof(int32_t));  /* every entry -1 */
         for (Py_ssize_t row = 0; row < n; row++) {
             uint64_t key = keys[row];  /* read once: another thread may be writing it */
             uint64_t slot = key & SLOT_MASK;
-            if (slot >= high_water || live[slot] != key) {
-                alive = 0;
+            if (slot >= high_water || !alive[slot] || generations[slot] != key >> 32) {
+                in_table = 0;
                 break;
             }
             repeated |= sparse[slot] >= 0;
@@ -114,82 +123,17 @@ index_live_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (released != NULL) {
             PyEval_RestoreThread(released);
         }
-        result = alive ? (repeated ? 2 : 1) : 0;
+        result = in_table ? (repeated ? 2 : 1) : 0;
     }
-    PyBuffer_Release(&keys_view);
-    PyBuffer_Release(&live_view);
-    PyBuffer_Release(&sparse_view);
+    for (int i = 0; i < 4; i++) {
+        PyBuffer_Release(&views[i]);
+    }
     return result < 0 ? NULL : PyLong_FromLong(result);
 }
 
-PyDoc_STRVAR(fill_live_keys_doc,
-"fill_live_keys(generations, free, live) -> bool\n\n"
-"live[slot] = generations[slot] << 32 | slot for every slot (generations: uint32,\n"
-"live: uint64 of the same length), then all ones at every slot of free (int64).\n"
-"False (live partly written) when free names a slot outside the table.");
-
-static PyObject *
-fill_live_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)module;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "fill_live_keys takes 3 arguments, got %zd", nargs);
-        return NULL;
-    }
-    Py_buffer gens_view, free_view, live_view;
-    if (take_buffer(args[0], &gens_view, 4, "IL", 0, "generations") < 0) {
-        return NULL;
-    }
-    if (take_buffer(args[1], &free_view, 8, "lq", 0, "free") < 0) {
-        PyBuffer_Release(&gens_view);
-        return NULL;
-    }
-    if (take_buffer(args[2], &live_view, 8, "LQ", 1, "live") < 0) {
-        PyBuffer_Release(&gens_view);
-        PyBuffer_Release(&free_view);
-        return NULL;
-    }
-    const uint32_t *gens = (const uint32_t *)gens_view.buf;
-    const int64_t *free_slots = (const int64_t *)free_view.buf;
-    uint64_t *live = (uint64_t *)live_view.buf;
-    Py_ssize_t high_water = gens_view.shape[0], nfree = free_view.shape[0];
-    int in_table = 1;
-    if (live_view.shape[0] != high_water) {
-        PyErr_SetString(PyExc_ValueError, "fill_live_keys: live and generations differ in "
-                        "length");
-        in_table = -1;
-    }
-    else {
-        PyThreadState *released = high_water >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
-        for (Py_ssize_t slot = 0; slot < high_water; slot++) {
-            live[slot] = (uint64_t)gens[slot] << 32 | (uint64_t)slot;
-        }
-        for (Py_ssize_t i = 0; i < nfree; i++) {
-            int64_t slot = free_slots[i];
-            if (slot < 0 || slot >= high_water) {
-                in_table = 0;
-                break;
-            }
-            live[slot] = UINT64_MAX;
-        }
-        if (released != NULL) {
-            PyEval_RestoreThread(released);
-        }
-    }
-    PyBuffer_Release(&gens_view);
-    PyBuffer_Release(&free_view);
-    PyBuffer_Release(&live_view);
-    if (in_table < 0) {
-        return NULL;
-    }
-    return PyBool_FromLong(in_table);
-}
-
 static PyMethodDef keyindex_methods[] = {
-    {"fill_live_keys", (PyCFunction)(void (*)(void))fill_live_keys, METH_FASTCALL,
-     fill_live_keys_doc},
-    {"index_live_keys", (PyCFunction)(void (*)(void))index_live_keys, METH_FASTCALL,
-     index_live_keys_doc},
+    {"index_slot_keys", (PyCFunction)(void (*)(void))index_slot_keys, METH_FASTCALL,
+     index_slot_keys_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,7 +25,7 @@ import numpy as np
 from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.savefile import arriving_columns
 from ecs_engine.slotmap import PreparedSlots, SlotTable
-from ecs_engine.snapshot import Allocate, KeyIndex, live_keys
+from ecs_engine.snapshot import Allocate, KeyIndex, LiveSlots
 
 MIN_BYTES = 4 << 20  # smaller files: a thread's start costs more than it hides
 
@@ -43,7 +43,7 @@ class KeyLookahead:
     skips or refuses, and each index is a slot-table-sized array); ``prepare(table)``:
     checks the saved slot table and lays it out in new slot-map arrays (``prepare_slots``),
     which the helper does as soon as the table is in; ``alloc(length, dtype)``: memory for
-    the live-key table and the indexes (the world's pool). After the read,
+    the indexes and the numpy check's live-key table (the world's pool). After the read,
     ``prepared_slots(table)`` gives what ``prepare`` made if it was made from ``table``'s
     very bytes (else None: the main thread prepares), ``results()`` checks the stores the
     helper has not started on, waits for it and returns the indexes by component name;
@@ -67,7 +67,7 @@ class KeyLookahead:
         self._thread: threading.Thread | None = None
         self._buf: np.ndarray | None = None
         self._size = 0
-        self._live: np.ndarray | None = None
+        self._live: LiveSlots | None = None
         self._capacity = 0
         self._claimed: set[int] = set()  # key columns (in file order) someone checks
         self._built: dict[int, KeyIndex] = {}
@@ -150,7 +150,7 @@ class KeyLookahead:
                     alive = column.view(np.bool_)
                 elif kind == "free" and generations is not None and alive is not None:
                     free = column.astype(np.int64, copy=False)
-                    live = live_keys(generations, free, self._alloc)
+                    live = LiveSlots.of(generations, alive, free, self._alloc)
                     with self._state:
                         self._live = live
                         self._capacity = self._capacity_for(len(generations))

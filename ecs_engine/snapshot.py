@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,19 +30,20 @@ if TYPE_CHECKING:
     from ecs_engine.world import World
 
 
-def _c_key_checks() -> tuple[Callable[[np.ndarray, np.ndarray, np.ndarray], bool] | None,
-                            Callable[[np.ndarray, np.ndarray, np.ndarray], int] | None]:
-    """The one-pass key checks in C (``_keyindex.c``; setup.py builds them where a C
-    compiler is), or Nones: then ``live_keys`` and ``_index_live_keys`` take numpy passes
-    that give the same answers."""
+def _c_key_check() -> Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], int] | None:
+    """The one-pass key check in C (``_keyindex.c``; setup.py builds it where a C compiler
+    is), or None: then ``live_keys`` and ``_index_live_keys`` take numpy passes that give
+    the same answers (also with ``ECS_NO_C=1`` in the environment)."""
+    if os.environ.get("ECS_NO_C"):
+        return None
     try:
-        from ecs_engine._keyindex import fill_live_keys, index_live_keys
+        from ecs_engine._keyindex import index_slot_keys
     except ImportError:
-        return None, None
-    return fill_live_keys, index_live_keys
+        return None
+    return index_slot_keys
 
 
-_fill_in_one_pass, _index_in_one_pass = _c_key_checks()
+_index_in_one_pass = _c_key_check()
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -447,13 +449,8 @@ def live_keys(generations: np.ndarray, free: np.ndarray,
     the table's memory comes from (a load takes it from its world's pool)."""
     hw = len(generations)
     live = alloc(hw, np.uint64)
-    if _fill_in_one_pass is not None:
-        if not _fill_in_one_pass(np.ascontiguousarray(generations, np.uint32),
-                                 np.ascontiguousarray(free, np.int64), live):
-            raise IndexError("a free slot outside the slot table")
-        return _free_last_slot(live)
     if len(free) and (free.min() < 0 or free.max() >= hw):
-        raise IndexError("a free slot outside the slot table")  # (as the C check)
+        raise IndexError("a free slot outside the slot table")  # (not numpy's wrap-around)
     numbers = np.arange(min(hw, _BLOCK), dtype=np.uint64)
     for start in range(0, hw, _BLOCK):
         part = live[start : start + _BLOCK]
@@ -462,13 +459,30 @@ def live_keys(generations: np.ndarray, free: np.ndarray,
         part |= numbers[: len(part)]
         numbers += np.uint64(_BLOCK)
     live[free] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
-    return _free_last_slot(live)
-
-
-def _free_last_slot(live: np.ndarray) -> np.ndarray:
-    if len(live) and live[-1] == np.uint64(0xFFFF_FFFF_FFFF_FFFF):
-        live[-1] = 0  # (a key 2**64 - 1 is clipped onto this slot)
+    if hw and live[hw - 1] == np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+        live[hw - 1] = 0  # (a key 2**64 - 1 is clipped onto this slot)
     return live
+
+
+@dataclass(frozen=True)
+class LiveSlots:
+    """What a store's keys are checked against: a slot table's generations and alive
+    flags, which the C check reads as they are, and (``keys``) the table of every slot's
+    live key that the numpy check needs instead (None with the C check)."""
+
+    generations: np.ndarray
+    alive: np.ndarray
+    keys: np.ndarray | None
+
+    @classmethod
+    def of(cls, generations: np.ndarray, alive: np.ndarray, free: np.ndarray,
+           alloc: Allocate = fresh_array) -> LiveSlots:
+        """For a table whose alive flags and free list agree (``check_slot_table``; a
+        table that does not is refused whatever its keys)."""
+        if _index_in_one_pass is not None:
+            return cls(np.ascontiguousarray(generations, np.uint32),
+                       np.ascontiguousarray(alive, np.bool_), None)
+        return cls(generations, alive, live_keys(generations, free, alloc))
 
 
 def sparse_capacity(world: World, high_water: int) -> int:
@@ -488,24 +502,26 @@ class KeyIndex:
     unique: bool
 
     @classmethod
-    def build(cls, keys: np.ndarray, live: np.ndarray | None, capacity: int,
+    def build(cls, keys: np.ndarray, slots: LiveSlots | None, capacity: int,
               twin: KeyIndex | None = None, alloc: Allocate = fresh_array) -> KeyIndex:
-        """Check ``keys`` against ``live`` (``live_keys``); ``twin``: an index of equal
-        keys (components added together keep one row order), copied instead. ``alloc``:
-        where the index's memory comes from (a load takes it from its world's pool)."""
+        """Check ``keys`` against ``slots``; ``twin``: an index of equal keys (components
+        added together keep one row order), copied instead. ``alloc``: where the index's
+        memory comes from (a load takes it from its world's pool)."""
         sparse = alloc(capacity, np.int32)
         if twin is not None:
             np.copyto(sparse, twin.sparse)
             return cls(keys, sparse, twin.alive, twin.unique)
+        if slots is not None and slots.keys is None and _index_in_one_pass is not None:
+            # (fills the index with -1 first, as the GIL-free part of the one pass)
+            found = _index_in_one_pass(np.ascontiguousarray(keys, np.uint64),
+                                       slots.generations, slots.alive, sparse)
+            return cls(keys, sparse, found > 0, found == 1)
         sparse.fill(-1)
         if not len(keys):
             return cls(keys, sparse, True, True)
+        live = None if slots is None else slots.keys
         if live is None or not len(live) or (len(live) == 1 and live[0] == 0):
             return cls(keys, sparse, False, False)  # (no live slot: see live_keys)
-        if _index_in_one_pass is not None:
-            found = _index_in_one_pass(np.ascontiguousarray(keys, np.uint64),
-                                       np.ascontiguousarray(live, np.uint64), sparse)
-            return cls(keys, sparse, found > 0, found == 1)
         if not _index_live_keys(keys, live, sparse):
             return cls(keys, sparse, False, False)
         # Live keys are one per slot: a repeated entity leaves fewer filled slots.
@@ -607,7 +623,7 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
         check_slot_table(table)
     capacity = sparse_capacity(world, hw)
     sparses: dict[str, np.ndarray] = {}
-    live: np.ndarray | None = None
+    live: LiveSlots | None = None
     checked: list[KeyIndex] = []  # stores whose keys passed, with keys to share
     for s in snap.stores:
         if len(s.data) != s.n:
@@ -621,7 +637,8 @@ def _validate_foreign(world: World, snap: Snapshot, types: dict[str, type],
             index = found  # checked while the file was still being read
         else:
             if live is None and s.n:
-                live = live_keys(table.generations, free, world._index_memory.array)
+                live = LiveSlots.of(table.generations, table.alive, free,
+                                    world._index_memory.array)
             index = KeyIndex.build(s.entities, live, capacity,
                                    next((c for c in checked if c.keys_equal(s.entities)), None),
                                    world._index_memory.array)

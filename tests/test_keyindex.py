@@ -1,6 +1,6 @@
-"""The one-pass key checks in C (``_keyindex.c``) against the numpy passes they replace.
+"""The one-pass key check in C (``_keyindex.c``) against the numpy passes it replaces.
 
-Loads take the C checks where the extension was built and the numpy ones elsewhere; both
+Loads take the C check where the extension was built and the numpy one elsewhere; both
 must give the same answers for every slot table and every key, hostile ones included.
 """
 
@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from hypothesis import strategies as st
 
 from ecs_engine import SaveFileError, World, component, snapshot
 from ecs_engine.slotmap import SlotTable
-from ecs_engine.snapshot import KeyIndex, live_keys
+from ecs_engine.snapshot import KeyIndex, LiveSlots, live_keys
 
 
 @component
@@ -35,12 +38,18 @@ def test_ci_builds_the_c_key_check() -> None:
                     "it (is a C compiler installed?)")
 
 
-def build_both(keys: np.ndarray, live: np.ndarray, capacity: int,
+def slots_of(generations: np.ndarray, free: np.ndarray) -> LiveSlots:
+    alive = np.ones(len(generations), np.bool_)
+    alive[free] = False
+    return LiveSlots.of(generations, alive, free)
+
+
+def build_both(keys: np.ndarray, generations: np.ndarray, free: np.ndarray, capacity: int,
                monkeypatch: pytest.MonkeyPatch) -> tuple[KeyIndex, KeyIndex]:
-    in_c = KeyIndex.build(keys, live, capacity)
+    in_c = KeyIndex.build(keys, slots_of(generations, free), capacity)
     with monkeypatch.context() as m:
         m.setattr(snapshot, "_index_in_one_pass", None)
-        in_numpy = KeyIndex.build(keys, live, capacity)
+        in_numpy = KeyIndex.build(keys, slots_of(generations, free), capacity)
     return in_c, in_numpy
 
 
@@ -48,12 +57,13 @@ def build_both(keys: np.ndarray, live: np.ndarray, capacity: int,
 def tables_and_keys(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A slot table (generations, free slots) and stored keys: live ones, in any order,
     some repeated, and maybe a dead, stale, past-the-table or extreme one."""
-    slots = draw(st.integers(1, 40))
-    generations = np.array(draw(st.lists(st.integers(0, 2**32 - 1), min_size=slots,
+    slots = draw(st.integers(0, 40))
+    generations = np.array(draw(st.lists(st.integers(1, 2**32 - 1), min_size=slots,
                                          max_size=slots)), np.uint32)
-    free = np.array(sorted(draw(st.sets(st.integers(0, slots - 1)))), np.int64)
-    live = live_keys(generations, free)
-    alive = [int(k) for i, k in enumerate(live) if i not in set(free.tolist())]
+    free = np.array(sorted(draw(st.sets(st.integers(0, max(slots - 1, 0)))))
+                    if slots else [], np.int64)
+    dead = set(free.tolist())
+    alive = [int(g) << 32 | i for i, g in enumerate(generations) if i not in dead]
     keys: list[int] = []
     if alive:
         keys = draw(st.lists(st.sampled_from(alive), unique=True))
@@ -61,51 +71,30 @@ def tables_and_keys(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray
         keys.append(draw(st.sampled_from(keys)))  # a repeated entity
     if draw(st.booleans()):
         slot = draw(st.integers(0, slots + 3))
+        generation = int(generations[slot]) if slot < slots else 1
         odd = draw(st.sampled_from([
             0, 2**64 - 1, slot,  # NULL, all ones, generation 0
-            (int(generations[min(slot, slots - 1)]) + 1) % 2**32 << 32 | slot,  # stale
+            (generation % (2**32 - 1) + 1) << 32 | slot,  # stale (or a dead slot's)
+            generation << 32 | slot,  # the slot's own generation: alive unless free
             draw(st.integers(0, 2**64 - 1))]))
         keys.insert(draw(st.integers(0, len(keys))), odd)
     return generations, free, np.array(keys, np.uint64)
 
 
 @needs_c
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(tables_and_keys())
 def test_c_and_numpy_agree(case: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     generations, free, keys = case
-    live = live_keys(generations, free)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        in_c, in_numpy = build_both(keys, live, len(live) + 5, monkeypatch)
+        in_c, in_numpy = build_both(keys, generations, free, len(generations) + 5,
+                                    monkeypatch)
     assert (in_c.alive, in_c.unique) == (in_numpy.alive, in_numpy.unique)
     if in_c.unique:  # the index is used only then
         assert np.array_equal(in_c.sparse, in_numpy.sparse)
         rows = in_c.sparse[keys.astype(np.int64) & 0xFFFF_FFFF]
         assert np.array_equal(rows, np.arange(len(keys)))
-
-
-@needs_c
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 2**32 - 1), min_size=1, max_size=50), st.data())
-def test_live_key_tables_agree(generations: list[int], data: st.DataObject) -> None:
-    free = data.draw(st.lists(st.integers(0, len(generations) - 1), unique=True))
-    gens, free_slots = np.array(generations, np.uint32), np.array(free, np.int64)
-    in_c = live_keys(gens, free_slots)
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(snapshot, "_fill_in_one_pass", None)
-        assert np.array_equal(in_c, live_keys(gens, free_slots))
-
-
-@needs_c
-def test_a_free_list_outside_the_table_is_refused_as_numpy_refuses_it() -> None:
-    with pytest.raises(IndexError):
-        live_keys(np.ones(3, np.uint32), np.array([3], np.int64))
-    check = snapshot._fill_in_one_pass
-    assert check is not None
-    with pytest.raises(ValueError, match="differ in length"):
-        check(np.ones(3, np.uint32), np.zeros(0, np.int64), np.empty(2, np.uint64))
-    with pytest.raises(ValueError, match="generations must be a 1-d array of native 4-byte"):
-        check(np.ones(3, np.uint64), np.zeros(0, np.int64), np.empty(3, np.uint64))
+        assert np.count_nonzero(in_c.sparse >= 0) == len(keys)
 
 
 @pytest.mark.parametrize("in_c", [True, False])
@@ -119,10 +108,9 @@ def test_a_foreign_slot_table_with_generations_out_of_range_is_refused(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The C path reads generations as uint32: a wider table must not wrap into a
     generation 0 slot (or another entity's key) on the way."""
-    if in_c and snapshot._fill_in_one_pass is None:
+    if in_c and snapshot._index_in_one_pass is None:
         pytest.skip("no C key checks in this build")
     if not in_c:
-        monkeypatch.setattr(snapshot, "_fill_in_one_pass", None)
         monkeypatch.setattr(snapshot, "_index_in_one_pass", None)
     source = World()
     keys = source.spawn_batch(Tag(n=7), count=2)
@@ -137,13 +125,8 @@ def test_a_foreign_slot_table_with_generations_out_of_range_is_refused(
     del keys
 
 
-@pytest.mark.parametrize("in_c", [True, False])
-def test_a_free_slot_outside_the_table_is_refused_on_both_paths(
-        in_c: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    if in_c and snapshot._fill_in_one_pass is None:
-        pytest.skip("no C key checks in this build")
-    if not in_c:
-        monkeypatch.setattr(snapshot, "_fill_in_one_pass", None)
+def test_the_numpy_live_key_table_refuses_a_free_slot_outside_the_table() -> None:
+    """(numpy would wrap -1 round to the last slot)"""
     for free in ([-1], [3], [0, 5]):
         with pytest.raises(IndexError, match="a free slot outside the slot table"):
             live_keys(np.ones(3, np.uint32), np.array(free, np.int64))
@@ -152,29 +135,28 @@ def test_a_free_slot_outside_the_table_is_refused_on_both_paths(
 @needs_c
 def test_a_million_keys_in_any_order(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
-    generations = rng.integers(0, 9, 1_000_000).astype(np.uint32)
+    generations = rng.integers(1, 9, 1_000_000).astype(np.uint32)
     free = np.flatnonzero(rng.random(1_000_000) < 0.1)
     live = live_keys(generations, free)
     keys = np.delete(live, free)[rng.permutation(1_000_000 - len(free))]
-    in_c, in_numpy = build_both(keys, live, 1 << 21, monkeypatch)
+    in_c, in_numpy = build_both(keys, generations, free, 1 << 21, monkeypatch)
     assert in_c.alive and in_c.unique
     assert np.array_equal(in_c.sparse, in_numpy.sparse)
-    with monkeypatch.context() as m:
-        m.setattr(snapshot, "_fill_in_one_pass", None)
-        assert np.array_equal(live, live_keys(generations, free))
-    keys[-1] = live[free[0]] if len(free) else 0  # the last key dead: found at the end
-    in_c, in_numpy = build_both(keys, live, 1 << 21, monkeypatch)
+    keys[-1] = keys[-1] + (1 << 32)  # the last key stale: found at the very end
+    in_c, in_numpy = build_both(keys, generations, free, 1 << 21, monkeypatch)
     assert not in_c.alive and not in_numpy.alive
 
 
 @needs_c
 def test_strided_and_signed_keys_are_checked_as_their_values() -> None:
-    live = live_keys(np.arange(8, dtype=np.uint32), np.zeros(0, np.int64))
+    generations = np.arange(1, 9, dtype=np.uint32)
+    slots = slots_of(generations, np.zeros(0, np.int64))
+    live = live_keys(generations, np.zeros(0, np.int64))
     every_other = np.repeat(live, 2)[::2]  # a strided view: copied to a contiguous one
-    index = KeyIndex.build(every_other, live, 8)
+    index = KeyIndex.build(every_other, slots, 8)
     assert index.alive and index.unique
     assert np.array_equal(index.sparse, np.arange(8))
-    index = KeyIndex.build(live.view(np.int64), live, 8)  # int64 keys, as some files have
+    index = KeyIndex.build(live.view(np.int64), slots, 8)  # int64 keys, as some files have
     assert index.alive and index.unique
 
 
@@ -182,24 +164,54 @@ def test_strided_and_signed_keys_are_checked_as_their_values() -> None:
 def test_the_c_check_refuses_wrong_arrays() -> None:
     check = snapshot._index_in_one_pass
     assert check is not None
-    live = live_keys(np.zeros(4, np.uint32), np.zeros(0, np.int64))
+    generations, alive = np.ones(4, np.uint32), np.ones(4, np.bool_)
+    keys = live_keys(generations, np.zeros(0, np.int64))
+    sparse = np.empty(4, np.int32)
+    assert check(keys, generations, alive, sparse) == 1
     with pytest.raises(ValueError, match="sparse is shorter"):
-        check(live, live, np.full(3, -1, np.int32))
-    with pytest.raises(ValueError, match="keys must be a 1-d array of native 8-byte unsigned"):
-        check(live.astype(np.uint32), live, np.full(4, -1, np.int32))
-    with pytest.raises(ValueError, match="sparse must be a 1-d array of native 4-byte signed"):
-        check(live, live, np.full(4, -1, np.int64))
-    for wrong in (np.empty(4, object), np.ones(4, np.float64), live.astype(">u8"),
-                  live.view(np.int64)):  # (an object array's slots are pointers)
-        with pytest.raises(ValueError, match="live must be a 1-d array of native 8-byte"):
-            check(live, wrong, np.full(4, -1, np.int32))
-        with pytest.raises(ValueError, match="live must be a 1-d array of native 8-byte"):
-            fill = snapshot._fill_in_one_pass
-            assert fill is not None
-            fill(np.ones(4, np.uint32), np.zeros(0, np.int64), wrong)
+        check(keys, generations, alive, np.empty(3, np.int32))
+    with pytest.raises(ValueError, match="alive and generations differ"):
+        check(keys, generations, alive[:3], sparse)
+    cases: list[tuple[int, np.ndarray, str]] = [
+            (0, keys.astype(np.uint32), "keys must be a 1-d array of native uint64"),
+            (0, keys.view(np.int64), "keys must be a 1-d array of native uint64"),
+            (0, np.empty(4, object), "keys must be a 1-d array of native uint64"),
+            (0, keys.astype(">u8"), "keys must be a 1-d array of native uint64"),
+            (1, generations.astype(np.uint64), "generations must be a 1-d array of native "
+                                               "uint32"),
+            (1, generations.astype(np.float32), "generations must be a 1-d array of native "
+                                                "uint32"),
+            (2, alive.view(np.uint8), "alive must be a 1-d array of bools"),
+            (3, np.empty(4, np.int64), "sparse must be a 1-d array of native int32"),
+            (3, np.empty((2, 2), np.int32), "sparse must be a 1-d array of native int32")]
+    for i, wrong, message in cases:
+        args = [keys, generations, alive, sparse]
+        args[i] = wrong
+        with pytest.raises(ValueError, match=message):
+            check(*args)
     with pytest.raises(ValueError, match="read-only"):  # read-only memory: not the index
-        sparse = np.full(4, -1, np.int32)
         sparse.flags.writeable = False
-        check(live, live, sparse)
-    with pytest.raises(TypeError, match="takes 3 arguments"):
-        check(live, live)  # type: ignore[call-arg]
+        check(keys, generations, alive, sparse)
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        check(keys, generations, alive)  # type: ignore[call-arg]
+
+
+def test_the_load_tests_pass_on_the_numpy_path_too() -> None:
+    """Installs without a C compiler take the numpy passes (ECS_NO_C=1 forces them)."""
+    tests = Path(__file__).parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-k", "not numpy_path",  # (not this test again, in a loop)
+         *(str(tests / name) for name in ("test_lookahead.py", "test_load_memory.py",
+                                          "test_keyindex.py", "test_savefile.py"))],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "ECS_NO_C": "1"}, cwd=tests.parent)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "skipped" in proc.stdout  # (the C-only tests)
+
+
+def test_ecs_no_c_takes_the_numpy_path() -> None:
+    code = "from ecs_engine import snapshot; print(snapshot._index_in_one_pass)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "ECS_NO_C": "1"}, check=True).stdout
+    assert out.strip() == "None"

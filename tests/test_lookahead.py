@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ecs_engine import SaveFileError, Snapshot, World, component, lookahead
-from ecs_engine.snapshot import KeyIndex, StoreSnapshot, live_keys
+from ecs_engine.snapshot import KeyIndex, LiveSlots, StoreSnapshot
 from tests.test_load_memory import Link, Pos, Vel
 from tests.world_state import check_invariants, world_state
 
@@ -319,8 +319,9 @@ def test_a_key_past_every_slot_onto_a_free_last_slot_is_not_alive(
 
 
 def test_with_every_slot_free_no_key_is_alive() -> None:
-    table = live_keys(np.ones(1, np.uint32), np.zeros(1, np.int64))  # one slot, free
-    for key in (0, 1 << 32, 0xFFFF_FFFF_FFFF_FFFF):
+    # one slot, free (the numpy check's live-key table is then a lone 0, which NULL equals)
+    table = LiveSlots.of(np.ones(1, np.uint32), np.zeros(1, np.bool_), np.zeros(1, np.int64))
+    for key in (0, 1, 1 << 32, 0xFFFF_FFFF_FFFF_FFFF):
         index = KeyIndex.build(np.array([key], np.uint64), table, 4)
         assert not index.alive
 
