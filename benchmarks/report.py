@@ -661,7 +661,9 @@ def markdown(payload: dict[str, Any], outcomes: list[Outcome], charts: dict[str,
         "",
         f"{payload['created']} · {payload['mode']} run of {', '.join(payload['scenarios'])} "
         f"({payload['elapsed_s']:.0f} s) · {m['cpu']}, {m['cpu_count']} cores · Python "
-        f"{m['python']}, {versions}.",
+        f"{m['python']}, {versions} · the C key check (a load's) "
+        f"{'built' if m.get('c_key_check', True) else 'not built: loads took the numpy path'}"
+        ".",
         "",
         "Medians of repeated runs after a warm-up, gc off while timing, every store changed "
         "between repetitions. The machine is shared, so absolute times are noisy: compare the "

@@ -159,6 +159,9 @@ def machine_info() -> dict[str, Any]:
         load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = []
+    from ecs_engine import snapshot
+
     return {"platform": platform.platform(), "machine": platform.machine(), "cpu": cpu,
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "engine": engine_version, "versions": versions, "load_avg": load}
+            "engine": engine_version, "versions": versions, "load_avg": load,
+            "c_key_check": snapshot._index_in_one_pass is not None}
