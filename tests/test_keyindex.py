@@ -33,9 +33,13 @@ needs_c = pytest.mark.skipif(snapshot._index_in_one_pass is None,
 
 def test_ci_builds_the_c_key_check() -> None:
     """CI sets ECS_REQUIRE_C=1: a build that silently fell back to numpy fails there."""
-    if snapshot._index_in_one_pass is None and os.environ.get("ECS_REQUIRE_C"):
-        pytest.fail("ecs_engine._keyindex is missing: `pip install -e .` did not build "
-                    "it (is a C compiler installed?)")
+    if not os.environ.get("ECS_REQUIRE_C"):
+        pytest.skip("the C key check is optional here (ECS_REQUIRE_C is not set)")
+    try:
+        import ecs_engine._keyindex  # noqa: F401
+    except ImportError as exc:
+        pytest.fail(f"ecs_engine._keyindex is missing: `pip install -e .` did not build "
+                    f"it (is a C compiler installed?): {exc}")
 
 
 def slots_of(generations: np.ndarray, free: np.ndarray) -> LiveSlots:
