@@ -119,11 +119,13 @@ class KeyLookahead:
         return PreparedSlots(table, prepared.generations, prepared.alive, prepared.free)
 
     def stop(self) -> None:
-        """End the helper (if any) and wait for it: nothing it built is used."""
+        """End the helper (if any), wait for it and let go of what it built and read."""
         if self._thread is None:
             return
         self._fail()
         self._thread.join()
+        self._buf = self._live = self._prepared = None
+        self._built, self._indexes = {}, {}
 
     def _wait(self, nbytes: int) -> int:
         with self._state:

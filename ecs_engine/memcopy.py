@@ -56,11 +56,14 @@ class BufferPool:
         self.keep = keep
         self._buffers: list[np.ndarray] = []
         self._lock = threading.Lock()  # (a load's key-check thread takes memory too)
+        self.taken: list[int] | None = None  # a list: the size of each pooled take goes in
 
     def take(self, nbytes: int) -> np.ndarray:
         """``nbytes`` of writable memory (contents undefined)."""
         if nbytes >= self.MIN_BYTES:
             with self._lock:
+                if self.taken is not None:
+                    self.taken.append(nbytes)
                 for i in range(len(self._buffers)):
                     # 2 references: the list's and getrefcount's argument; any view,
                     # snapshot or exported buffer of it adds one
@@ -86,6 +89,23 @@ class BufferPool:
             if not any(b is buf for b in self._buffers):
                 self._buffers.append(buf)
                 del self._buffers[: -self.keep]
+
+    def trim(self, sizes: list[int]) -> None:
+        """Let go of the unreferenced buffers but one for each request of ``sizes``
+        (bytes), the most recent: what another round of the same requests reuses (a load
+        keeps the memory it replaced for the next load, nothing older or larger)."""
+        with self._lock:
+            # 2 references: the list's and getrefcount's argument
+            idle = [i for i in range(len(self._buffers))
+                    if sys.getrefcount(self._buffers[i]) == 2]
+            kept = set(range(len(self._buffers))) - set(idle)  # in use: reusable later
+            for n in sorted(sizes, reverse=True):  # each the smallest idle buffer it fits
+                fits = [i for i in idle if n <= self._buffers[i].size <= 2 * n]
+                if fits:
+                    best = min(reversed(fits), key=lambda i: self._buffers[i].size)
+                    idle.remove(best)
+                    kept.add(best)
+            self._buffers = [b for i, b in enumerate(self._buffers) if i in kept]
 
     def clear(self) -> None:
         with self._lock:

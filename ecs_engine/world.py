@@ -8,6 +8,7 @@ import itertools
 import math
 import operator
 import os
+import traceback
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -1233,21 +1234,35 @@ class World:
         makes one if you want to come back to it without reading the file again."""
         from ecs_engine.lookahead import KeyLookahead
         from ecs_engine.migrate import find_saved_type
+        from ecs_engine.savefile import SaveFileError
         from ecs_engine.snapshot import prepare_slots, sparse_capacity
 
         known = self._types_by_name.values()
         # Every index in use plus as many spares (the ones this load replaces), the slot
         # table's three arrays twice and the live-key table: a load after a load takes
-        # all its index memory from the pool.
-        self._index_memory.keep = 2 * max(len(self._stores), len(known)) + 8
+        # all its index memory from the pool. After the load, the pool keeps what the
+        # next load will take again (trim), nothing older.
+        pool = self._index_memory
+        pool.keep = 2 * max(len(self._stores), len(known)) + 8
+        pool.taken = []
         lookahead = KeyLookahead(lambda high_water: sparse_capacity(self, high_water),
                                  lambda name: find_saved_type(known, name) is not None,
-                                 lambda table: prepare_slots(self, table),
-                                 self._index_memory.array)
+                                 lambda table: prepare_slots(self, table), pool.array)
         try:
             self._load_read(path, prefabs, lookahead)
+        except (SaveFileError, OSError) as exc:
+            # A caller that keeps the error must not keep the file's memory with it (the
+            # frames of its traceback, and of the errors it was raised from, hold the
+            # buffers the load read and built).
+            chained: BaseException | None = exc
+            while chained is not None:
+                traceback.clear_frames(chained.__traceback__)
+                chained = chained.__cause__ or chained.__context__
+            raise
         finally:
             lookahead.stop()  # (joined already unless the load failed before the restore)
+            pool.trim(pool.taken)
+            pool.taken = None
 
     def _load_read(self, path: str | Path, prefabs: PrefabRegistry | None,
                    lookahead: KeyLookahead) -> None:

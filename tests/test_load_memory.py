@@ -7,12 +7,25 @@ interleave in any order with the same results as copying would give.
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ecs_engine import NULL, Entity, History, RestoreEvent, World, component
+from ecs_engine import (
+    NULL,
+    Entity,
+    History,
+    RestoreEvent,
+    SaveFileError,
+    World,
+    component,
+    schema_of,
+)
+from ecs_engine.memcopy import BufferPool
 from ecs_engine.snapshot import sparse_capacity
 from tests.world_state import check_invariants, world_state
 
@@ -330,3 +343,81 @@ def test_a_load_after_a_load_takes_its_slot_table_and_indexes_from_the_pool(
     # From the third load on, nothing new: but for the held index, replaced once
     assert pooled[3] == pooled[2] and pooled[4] == pooled[5] == pooled[3] + held.nbytes
     assert not any(np.shares_memory(held, a) for a in index_arrays(world))
+
+
+def idle_bytes(pool: BufferPool) -> int:
+    """Bytes of the pool's buffers nothing but the pool holds."""
+    # 3 references: the list's, the loop's and getrefcount's argument
+    return sum(b.nbytes for b in pool._buffers if sys.getrefcount(b) == 3)
+
+
+def test_the_pool_keeps_only_what_the_next_load_takes_again(tmp_path: Path) -> None:
+    """After the slot map grew, the smaller buffers of the loads before would never serve
+    a load again: they are let go, and one load's worth stays idle, however many types
+    the world knows (the pool's length bound grows with them)."""
+    source = build(n=300_000)
+    source.save(tmp_path / "a.sav")
+    world = fresh()
+    world.register(*(component(name=f"Extra{i}")(type(f"Extra{i}", (), {"__annotations__":
+                   {"v": np.int32}, "v": 0})) for i in range(20)))
+    pool = world._index_memory
+
+    def spare() -> int:  # (and the numpy check's live-key table, in a buffer up to 2x)
+        in_use = sum(a.nbytes for a in index_arrays(world))
+        return in_use + 2 * 8 * world._slots.high_water
+
+    for _ in range(3):
+        world.load(tmp_path / "a.sav")
+    assert idle_bytes(pool) <= spare()
+    for grown in range(3):
+        world.spawn_batch(Pos(), count=700_000 << grown)  # the slot map grows again
+        for _ in range(2):
+            world.load(tmp_path / "a.sav")
+            assert world_state(world) == world_state(source)
+        assert idle_bytes(pool) <= spare()
+
+
+def test_a_kept_load_error_does_not_keep_the_files_memory(tmp_path: Path) -> None:
+    """The traceback of a failed load held the file's buffer and the indexes built for it
+    (~35 MB per kept error at 600k entities)."""
+    source = build(n=400_000)
+    snap = source.snapshot()
+    pos = next(s for s in snap.stores if s.name == schema_of(Pos).name)
+    hostile = pos.entities.copy()
+    hostile[-1] = hostile[0]  # an entity twice: found after the read, by the key check
+    bad = tmp_path / "bad.sav"
+    stores = tuple(dataclasses.replace(s, entities=hostile) if s is pos else s
+                   for s in snap.stores)
+    dataclasses.replace(snap, stores=stores).save(bad)
+    size = bad.stat().st_size
+    world = fresh()
+    kept = []
+    tracemalloc.start()
+    try:
+        for attempt in range(5):
+            if attempt == 1:  # (the world's pools hold the first attempt's memory)
+                before = tracemalloc.get_traced_memory()[0]
+            with pytest.raises(SaveFileError, match="appears twice") as info:
+                world.load(bad)
+            kept.append(info.value)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < size / 4, (grown, size)  # each kept error held a file's worth before
+
+
+def test_trim_keeps_one_idle_buffer_per_request_and_every_buffer_in_use() -> None:
+    pool = BufferPool(keep=50)
+    mb = BufferPool.MIN_BYTES
+    taken = [pool.take(2 * mb) for _ in range(3)] + [pool.take(4 * mb) for _ in range(2)]
+    held = taken[0]  # still in use
+    del taken
+    pool.trim([4 * mb, 2 * mb, 2 * mb])
+    sizes = sorted(b.nbytes for b in pool._buffers)
+    assert sizes == [2 * mb, 2 * mb, 2 * mb, 4 * mb]  # the held one, two idle 2s, one 4
+    assert idle_bytes(pool) == 8 * mb
+    pool.trim([])
+    assert [b.nbytes for b in pool._buffers] == [2 * mb] and held.nbytes == 2 * mb
+    del held
+    pool.trim([3 * mb])  # a 2 MB buffer cannot serve 3 MB
+    assert pool._buffers == []
