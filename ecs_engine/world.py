@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine import hierarchy
+from ecs_engine import hierarchy, queryblock
 from ecs_engine.batch import alive_mask, get_batch, set_batch
 from ecs_engine.blueprint import Blueprint, Instance, extract, instantiate
 from ecs_engine.component import (
@@ -97,7 +97,13 @@ def _remove_in_runs(store: ComponentStore, row: int, slot: int, sizes: list[int]
         store.remove_chain(row, slot, lasts[::-1])
 
 
-class World:
+class _QueryState:
+    """The counters of a world's query blocks, in slots (queryblock.py reads them from C)."""
+
+    __slots__ = ("_open_queries", "_deferred", "_plans")
+
+
+class World(_QueryState):
     """A game world: entities with components in column stores, plus systems.
 
     ``seed`` seeds ``world.rng``. With ``auto_group`` the first writing query over
@@ -1367,3 +1373,7 @@ class World:
         finally:
             self.stepping = outer
         self.tick += 1
+
+
+QUERY_BLOCKS_IN_C = queryblock.install(World, _QueryState, Query, QueryPlan, LayoutClock,
+                                       NO_KEYS)

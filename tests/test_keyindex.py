@@ -7,6 +7,7 @@ must give the same answers for every slot table and every key, hostile ones incl
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import subprocess
 import sys
@@ -35,11 +36,12 @@ def test_ci_builds_the_c_key_check() -> None:
     """CI sets ECS_REQUIRE_C=1: a build that silently fell back to numpy fails there."""
     if not os.environ.get("ECS_REQUIRE_C"):
         pytest.skip("the C key check is optional here (ECS_REQUIRE_C is not set)")
-    try:
-        import ecs_engine._keyindex  # noqa: F401
-    except ImportError as exc:
-        pytest.fail(f"ecs_engine._keyindex is missing: `pip install -e .` did not build "
-                    f"it (is a C compiler installed?): {exc}")
+    for name in ("_keyindex", "_queryblock"):
+        try:
+            importlib.import_module(f"ecs_engine.{name}")
+        except ImportError as exc:
+            pytest.fail(f"ecs_engine.{name} is missing: `pip install -e .` did not build "
+                        f"it (is a C compiler installed?): {exc}")
 
 
 def slots_of(generations: np.ndarray, free: np.ndarray) -> LiveSlots:
@@ -200,14 +202,17 @@ def test_the_c_check_refuses_wrong_arrays() -> None:
         check(keys, generations, alive)  # type: ignore[call-arg]
 
 
-def test_the_load_tests_pass_on_the_numpy_path_too() -> None:
-    """Installs without a C compiler take the numpy passes (ECS_NO_C=1 forces them)."""
+def test_the_load_and_query_tests_pass_on_the_numpy_path_too() -> None:
+    """Installs without a C compiler take the numpy passes and the Python query methods
+    (ECS_NO_C=1 forces both)."""
     tests = Path(__file__).parent
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-k", "not numpy_path",  # (not this test again, in a loop)
-         *(str(tests / name) for name in ("test_lookahead.py", "test_load_memory.py",
-                                          "test_keyindex.py", "test_savefile.py"))],
+         *(str(tests / name) for name in (
+             "test_lookahead.py", "test_load_memory.py", "test_keyindex.py",
+             "test_savefile.py", "test_query.py", "test_query_reuse.py",
+             "test_deferred_model.py", "test_queryblock.py"))],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "ECS_NO_C": "1"}, cwd=tests.parent)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -215,7 +220,8 @@ def test_the_load_tests_pass_on_the_numpy_path_too() -> None:
 
 
 def test_ecs_no_c_takes_the_numpy_path() -> None:
-    code = "from ecs_engine import snapshot; print(snapshot._index_in_one_pass)"
+    code = ("from ecs_engine import snapshot, world; "
+            "print(snapshot._index_in_one_pass, world.QUERY_BLOCKS_IN_C)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "ECS_NO_C": "1"}, check=True).stdout
-    assert out.strip() == "None"
+    assert out.split() == ["None", "False"]

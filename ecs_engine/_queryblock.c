@@ -1,0 +1,512 @@
+/* Opening and closing a query block without a Python frame (see queryblock.py).
+ *
+ * `with world.query(A, B) as q:` makes three Python calls: World.query, Query.__enter__
+ * and Query.__exit__. Their common case is a handful of attribute reads and writes (the
+ * plan's last query, a stamp compare, a counter), but each Python call costs about as
+ * much as esper's whole cached get_components. Here those common cases run in C, reading
+ * and writing the same __slots__ the Python code uses, at the offsets of their member
+ * descriptors; anything else (a nested block, a plan to re-resolve, columns to release,
+ * an exception, keyword arguments) calls the Python method, which does the whole job.
+ * Optional: an install without a C compiler runs the Python methods, the same behaviour.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    int configured;
+    PyTypeObject *query_type, *plan_type, *clock_type, *state_type;
+    Py_ssize_t q_world, q_in, q_depth, q_plan, q_entities, q_cache, q_writable, q_gathered;
+    Py_ssize_t p_stamp, p_clock, p_aligned, p_settled, p_entities, p_idle;
+    Py_ssize_t c_stamp;
+    Py_ssize_t w_open, w_deferred, w_plans;
+    PyObject *no_keys, *slow_enter, *slow_exit, *slow_query, *flush_name, *zero;
+    PyObject *setflags_name, *write_kw, *without_name, *readonly_name, *empty;
+} State;
+
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+static void
+set_slot(PyObject *obj, Py_ssize_t offset, PyObject *value)
+{
+    PyObject *old = SLOT(obj, offset);
+    Py_INCREF(value);
+    SLOT(obj, offset) = value;
+    Py_XDECREF(old);
+}
+
+/* The offset of `type`'s writable object slot `name` (a __slots__ entry); -1 and an
+ * exception when it is not one. */
+static Py_ssize_t
+slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (descr == NULL) {
+        return -1;
+    }
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
+            offset = member->offset;
+        }
+    }
+    Py_DECREF(descr);
+    if (offset < 0) {
+        PyErr_Format(PyExc_TypeError, "configure: %s.%s is not a __slots__ entry",
+                     type->tp_name, name);
+    }
+    return offset;
+}
+
+static int
+state_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    State *st = PyModule_GetState(module);
+    Py_VISIT(st->query_type);
+    Py_VISIT(st->plan_type);
+    Py_VISIT(st->clock_type);
+    Py_VISIT(st->state_type);
+    Py_VISIT(st->no_keys);
+    Py_VISIT(st->slow_enter);
+    Py_VISIT(st->slow_exit);
+    Py_VISIT(st->slow_query);
+    return 0;
+}
+
+static int
+state_clear(PyObject *module)
+{
+    State *st = PyModule_GetState(module);
+    st->configured = 0;
+    Py_CLEAR(st->query_type);
+    Py_CLEAR(st->plan_type);
+    Py_CLEAR(st->clock_type);
+    Py_CLEAR(st->state_type);
+    Py_CLEAR(st->no_keys);
+    Py_CLEAR(st->slow_enter);
+    Py_CLEAR(st->slow_exit);
+    Py_CLEAR(st->slow_query);
+    Py_CLEAR(st->flush_name);
+    Py_CLEAR(st->zero);
+    Py_CLEAR(st->setflags_name);
+    Py_CLEAR(st->write_kw);
+    Py_CLEAR(st->without_name);
+    Py_CLEAR(st->readonly_name);
+    Py_CLEAR(st->empty);
+    return 0;
+}
+
+static void
+state_free(void *module)
+{
+    state_clear((PyObject *)module);
+}
+
+PyDoc_STRVAR(configure_doc,
+"configure(query_type, plan_type, clock_type, state_type, no_keys, slow_enter,\n"
+"          slow_exit, slow_query)\n\n"
+"Name the classes whose slots the fast paths read (Query, QueryPlan, LayoutClock and\n"
+"World's slotted base), the empty key array of a fresh query, and the Python methods\n"
+"that do the whole job when a fast path does not apply. Once, from queryblock.py.");
+
+static PyObject *
+configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    State *st = PyModule_GetState(module);
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "configure takes 8 arguments, got %zd", nargs);
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!PyType_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "configure: the first four arguments are types");
+            return NULL;
+        }
+    }
+    PyTypeObject *q = (PyTypeObject *)args[0], *p = (PyTypeObject *)args[1];
+    PyTypeObject *c = (PyTypeObject *)args[2], *w = (PyTypeObject *)args[3];
+    struct { Py_ssize_t *at; PyTypeObject *type; const char *name; } slots[] = {
+        {&st->q_world, q, "_world"}, {&st->q_in, q, "_in"}, {&st->q_depth, q, "_depth"},
+        {&st->q_plan, q, "_plan"}, {&st->q_entities, q, "entities"},
+        {&st->q_cache, q, "_cache"}, {&st->q_writable, q, "_writable"},
+        {&st->q_gathered, q, "_gathered"},
+        {&st->p_stamp, p, "_stamp"}, {&st->p_clock, p, "_clock"},
+        {&st->p_aligned, p, "aligned"}, {&st->p_settled, p, "settled"},
+        {&st->p_entities, p, "entities"}, {&st->p_idle, p, "idle"},
+        {&st->c_stamp, c, "stamp"},
+        {&st->w_open, w, "_open_queries"}, {&st->w_deferred, w, "_deferred"},
+        {&st->w_plans, w, "_plans"}};
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+        Py_ssize_t offset = slot_offset(slots[i].type, slots[i].name);
+        if (offset < 0) {
+            return NULL;
+        }
+        *slots[i].at = offset;
+    }
+    state_clear(module);
+    st->flush_name = PyUnicode_InternFromString("_flush");
+    st->zero = PyLong_FromLong(0);
+    st->setflags_name = PyUnicode_InternFromString("setflags");
+    st->write_kw = Py_BuildValue("(s)", "write");
+    st->without_name = PyUnicode_InternFromString("without");
+    st->readonly_name = PyUnicode_InternFromString("readonly");
+    st->empty = PyTuple_New(0);
+    if (st->flush_name == NULL || st->zero == NULL || st->setflags_name == NULL
+            || st->write_kw == NULL || st->without_name == NULL || st->readonly_name == NULL
+            || st->empty == NULL) {
+        return NULL;
+    }
+    PyObject **keep[] = {(PyObject **)&st->query_type, (PyObject **)&st->plan_type,
+                         (PyObject **)&st->clock_type, (PyObject **)&st->state_type,
+                         &st->no_keys, &st->slow_enter, &st->slow_exit, &st->slow_query};
+    for (int i = 0; i < 8; i++) {
+        Py_INCREF(args[i]);
+        *keep[i] = args[i];
+    }
+    st->configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* Query.__enter__: a block of a plan whose rows stand (no store moved rows since it
+ * resolved, and it is aligned or settled) only takes the plan's keys and counts itself
+ * open. */
+static PyObject *
+enter(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    State *st = PyModule_GetState(module);
+    if (!st->configured) {
+        PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
+        return NULL;
+    }
+    if (nargs != 1) {
+        return PyObject_Vectorcall(st->slow_enter, args, nargs, NULL);
+    }
+    PyObject *q = args[0];
+    if (Py_TYPE(q) != st->query_type || SLOT(q, st->q_in) != Py_None) {
+        goto slow;  /* (a block of this object is open already: counted in Python) */
+    }
+    PyObject *ref = SLOT(q, st->q_world), *plan = SLOT(q, st->q_plan);
+    if (ref == NULL || !PyWeakref_CheckRef(ref) || plan == NULL
+            || Py_TYPE(plan) != st->plan_type) {
+        goto slow;
+    }
+    PyObject *world = PyWeakref_GET_OBJECT(ref);
+    if (world == Py_None || !PyObject_TypeCheck(world, st->state_type)) {
+        goto slow;  /* (a world that is gone: the Python method says so) */
+    }
+    PyObject *clock = SLOT(plan, st->p_clock);
+    if (clock == NULL || Py_TYPE(clock) != st->clock_type) {
+        goto slow;
+    }
+    PyObject *stamp = SLOT(plan, st->p_stamp), *now = SLOT(clock, st->c_stamp);
+    if (stamp == NULL || now == NULL) {
+        goto slow;
+    }
+    if (stamp != now) {
+        int same = PyObject_RichCompareBool(stamp, now, Py_EQ);
+        if (same < 0) {
+            return NULL;
+        }
+        if (!same) {
+            goto slow;
+        }
+    }
+    if (SLOT(plan, st->p_aligned) != Py_True && SLOT(plan, st->p_settled) != Py_True) {
+        goto slow;
+    }
+    PyObject *entities = SLOT(plan, st->p_entities), *open = SLOT(world, st->w_open);
+    if (entities == NULL || open == NULL || !PyLong_CheckExact(open)) {
+        goto slow;
+    }
+    long count = PyLong_AsLong(open);
+    if (count == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        goto slow;
+    }
+    PyObject *counted = PyLong_FromLong(count + 1);
+    if (counted == NULL) {
+        return NULL;
+    }
+    set_slot(world, st->w_open, counted);
+    Py_DECREF(counted);
+    set_slot(q, st->q_in, world);
+    set_slot(q, st->q_entities, entities);
+    Py_INCREF(q);
+    return q;
+slow:
+    return PyObject_CallOneArg(st->slow_enter, q);
+}
+
+/* Make every column the block handed out read-only (arr.setflags(write=False)); the
+ * columns were views of the stores, none gathered. 0, or -1 with an exception set. */
+static int
+freeze(State *st, PyObject *writable)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(writable); i++) {
+        PyObject *call[2] = {PyList_GET_ITEM(writable, i), Py_False};
+        PyObject *done = PyObject_VectorcallMethod(st->setflags_name, call, 1, st->write_kw);
+        if (done == NULL) {
+            return -1;
+        }
+        Py_DECREF(done);
+    }
+    return 0;
+}
+
+/* Query.__exit__: a block that raised nothing, gathered no column and is not nested in
+ * a block of the same object makes its columns read-only and closes; the last open
+ * block runs the deferred changes (as Query.__exit__ and _release_columns do). */
+static PyObject *
+exit_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    State *st = PyModule_GetState(module);
+    if (!st->configured) {
+        PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
+        return NULL;
+    }
+    if (nargs != 4) {
+        return PyObject_Vectorcall(st->slow_exit, args, nargs, NULL);
+    }
+    PyObject *q = args[0];
+    if (Py_TYPE(q) != st->query_type || args[2] != Py_None
+            || SLOT(q, st->q_depth) != st->zero || SLOT(q, st->q_gathered) != Py_None) {
+        goto slow;
+    }
+    PyObject *writable = SLOT(q, st->q_writable), *cache = SLOT(q, st->q_cache);
+    if (writable == NULL || !PyList_CheckExact(writable) || cache == NULL
+            || !PyDict_CheckExact(cache)) {
+        goto slow;
+    }
+    PyObject *world = SLOT(q, st->q_in);
+    if (world == NULL || world == Py_None || !PyObject_TypeCheck(world, st->state_type)) {
+        goto slow;
+    }
+    PyObject *open = SLOT(world, st->w_open);
+    if (open == NULL || !PyLong_CheckExact(open)) {
+        goto slow;
+    }
+    long count = PyLong_AsLong(open);
+    if (count == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        goto slow;
+    }
+    int failed = 0;
+    if (PyList_GET_SIZE(writable)) {
+        Py_INCREF(writable);
+        failed = freeze(st, writable) < 0;
+        Py_DECREF(writable);
+        PyObject *fresh = PyList_New(0);  /* (also after a failure, as in Python) */
+        if (fresh == NULL) {
+            return NULL;
+        }
+        set_slot(q, st->q_writable, fresh);
+        Py_DECREF(fresh);
+    }
+    if (PyDict_GET_SIZE(cache)) {
+        PyObject *fresh = PyDict_New();
+        if (fresh == NULL) {
+            return NULL;
+        }
+        set_slot(q, st->q_cache, fresh);
+        Py_DECREF(fresh);
+    }
+    /* The block closes whatever happened above (Python's `finally`). */
+    PyObject *error_type = NULL, *error = NULL, *trace = NULL;
+    if (failed) {
+        PyErr_Fetch(&error_type, &error, &trace);
+    }
+    PyObject *counted = PyLong_FromLong(count - 1);
+    if (counted == NULL) {
+        Py_XDECREF(error_type);
+        Py_XDECREF(error);
+        Py_XDECREF(trace);
+        return NULL;
+    }
+    Py_INCREF(world);  /* (the block's reference goes now; the flush needs the world) */
+    set_slot(q, st->q_in, Py_None);
+    set_slot(world, st->w_open, counted);
+    Py_DECREF(counted);
+    if (count - 1 == 0) {
+        PyObject *deferred = SLOT(world, st->w_deferred);
+        if (deferred != NULL && PyObject_IsTrue(deferred) > 0) {
+            PyObject *done = PyObject_CallMethodNoArgs(world, st->flush_name);
+            if (done == NULL) {
+                if (failed) {  /* (the flush's error, with the first one as its context) */
+                    PyObject *type2, *error2, *trace2;
+                    PyErr_Fetch(&type2, &error2, &trace2);
+                    PyErr_NormalizeException(&type2, &error2, &trace2);
+                    PyErr_NormalizeException(&error_type, &error, &trace);
+                    if (error2 != NULL && error != NULL) {
+                        PyException_SetContext(error2, error);  /* (steals error) */
+                        error = NULL;
+                    }
+                    Py_XDECREF(error_type);
+                    Py_XDECREF(error);
+                    Py_XDECREF(trace);
+                    PyErr_Restore(type2, error2, trace2);
+                }
+                Py_DECREF(world);
+                return NULL;
+            }
+            Py_DECREF(done);
+        }
+    }
+    Py_DECREF(world);
+    if (failed) {
+        PyErr_Restore(error_type, error, trace);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+slow:
+    return PyObject_Vectorcall(st->slow_exit, args, nargs, NULL);
+}
+
+/* World.query: the plan of this call shape hands out its last query again when nothing
+ * else holds it (no block open, no caller kept it). */
+static PyObject *
+query(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    State *st = PyModule_GetState(module);
+    if (!st->configured) {
+        PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
+        return NULL;
+    }
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2) {
+        goto slow;
+    }
+    /* without= and readonly= (by keyword only), () when not given */
+    PyObject *without = st->empty, *readonly = st->empty;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (name == st->without_name) {
+            without = args[nargs + i];
+        }
+        else if (name == st->readonly_name) {
+            readonly = args[nargs + i];
+        }
+        else {
+            goto slow;  /* (another spelling or a wrong name: Python says what is wrong) */
+        }
+    }
+    PyObject *world = args[0];
+    PyObject *plans = PyObject_TypeCheck(world, st->state_type)
+        ? SLOT(world, st->w_plans) : NULL;
+    if (plans == NULL || !PyDict_CheckExact(plans)) {
+        goto slow;
+    }
+    PyObject *types = PyTuple_New(nargs - 1);  /* the types as given */
+    if (types == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 1; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(types, i - 1, args[i]);
+    }
+    /* The key World.query uses: the types alone, or (types, without, readonly) */
+    PyObject *key = types;
+    int some = PyObject_IsTrue(without);
+    if (some == 0) {
+        some = PyObject_IsTrue(readonly);
+    }
+    if (some < 0) {
+        PyErr_Clear();
+        Py_DECREF(types);
+        goto slow;
+    }
+    if (some) {
+        key = PyTuple_Pack(3, types, without, readonly);
+        Py_DECREF(types);
+        if (key == NULL) {
+            return NULL;
+        }
+    }
+    PyObject *plan = PyDict_GetItemWithError(plans, key);
+    Py_DECREF(key);
+    if (plan == NULL) {
+        PyErr_Clear();  /* (unhashable arguments: the Python method says what is wrong) */
+        goto slow;
+    }
+    if (Py_TYPE(plan) != st->plan_type) {
+        goto slow;
+    }
+    PyObject *idle = SLOT(plan, st->p_idle);
+    if (idle == NULL || Py_TYPE(idle) != st->query_type || SLOT(idle, st->q_in) != Py_None
+            || Py_REFCNT(idle) != 1) {  /* (1: the plan's slot, nothing else) */
+        goto slow;
+    }
+    set_slot(idle, st->q_entities, st->no_keys);
+    Py_INCREF(idle);
+    return idle;
+slow:
+    return PyObject_Vectorcall(st->slow_query, args, nargsf, kwnames);
+}
+
+static PyMethodDef queryblock_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, configure_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMethodDef fast_enter = {"__enter__", (PyCFunction)(void (*)(void))enter,
+                                 METH_FASTCALL, "Open the block (see Query)."};
+static PyMethodDef fast_exit = {"__exit__", (PyCFunction)(void (*)(void))exit_block,
+                                METH_FASTCALL, "Close the block (see Query)."};
+static PyMethodDef fast_query = {"query", (PyCFunction)(void (*)(void))query,
+                                 METH_FASTCALL | METH_KEYWORDS,
+                                 "query(*types, without=(), readonly=()) -> Query\n\n"
+                                 "Entities with all types and none of without: "
+                                 "`with world.query(...) as q`."};
+
+/* The three fast paths as methods for the classes (instancemethod binds `self`). */
+static int
+add_method(PyObject *module, PyMethodDef *def, const char *as)
+{
+    PyObject *function = PyCFunction_New(def, module);
+    if (function == NULL) {
+        return -1;
+    }
+    PyObject *method = PyInstanceMethod_New(function);
+    Py_DECREF(function);
+    if (method == NULL) {
+        return -1;
+    }
+    int added = PyModule_AddObjectRef(module, as, method);
+    Py_DECREF(method);
+    return added;
+}
+
+static int
+queryblock_exec(PyObject *module)
+{
+    if (add_method(module, &fast_enter, "enter") < 0
+            || add_method(module, &fast_exit, "exit") < 0
+            || add_method(module, &fast_query, "query") < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyModuleDef_Slot queryblock_slots[] = {
+    {Py_mod_exec, queryblock_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef queryblock_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ecs_engine._queryblock",
+    .m_doc = "Query blocks opened and closed without a Python frame (see queryblock.py).",
+    .m_size = sizeof(State),
+    .m_methods = queryblock_methods,
+    .m_slots = queryblock_slots,
+    .m_traverse = state_traverse,
+    .m_clear = state_clear,
+    .m_free = state_free,
+};
+
+PyMODINIT_FUNC
+PyInit__queryblock(void)
+{
+    return PyModuleDef_Init(&queryblock_module);
+}

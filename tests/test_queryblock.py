@@ -1,0 +1,212 @@
+"""Query blocks opened and closed in C (``_queryblock.c``): each case the C fast paths hand
+back to the Python methods must behave exactly as those do (this file also runs with
+``ECS_NO_C=1``, on the Python methods alone: see test_keyindex.py)."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from ecs_engine import World, component
+from ecs_engine import world as world_module
+
+
+@component
+class A:
+    x: np.float32 = 0.0
+
+
+@component
+class B:
+    n: np.int16 = 0
+
+
+def make(count: int = 5) -> World:
+    world = World()
+    world.spawn_batch(A(x=np.arange(count, dtype=np.float32)), B(n=1), count=count)
+    return world
+
+
+def test_the_fast_paths_are_installed_where_the_extension_is() -> None:
+    from ecs_engine.query import Query
+
+    try:
+        from ecs_engine import _queryblock
+    except ImportError:
+        pytest.skip("ecs_engine._queryblock was not built")
+    installed = Query.__dict__["__enter__"] is _queryblock.enter
+    assert world_module.QUERY_BLOCKS_IN_C == installed
+
+
+def test_a_block_opens_counts_and_closes() -> None:
+    world = make()
+    with world.query(A, B) as q:
+        assert world._deferring and len(q) == 5
+        assert q.entities.tolist() == world.entities().tolist()
+    assert not world._deferring
+    with pytest.raises(RuntimeError, match="inside a with-block"):
+        len(q)
+
+
+def test_the_plans_last_query_is_handed_out_again_only_when_nobody_holds_it() -> None:
+    world = make()
+    with world.query(A) as first:
+        pass
+    first_id = id(first)
+    del first
+    again = world.query(A)
+    assert id(again) == first_id  # nothing held it but the plan: handed out again
+    del again
+    kept = world.query(A)
+    other = world.query(A)
+    assert other is not kept  # a kept query is never shared
+    with kept as k1, other as k2:
+        assert len(k1) == len(k2) == 5
+    assert not world._deferring
+
+
+def test_a_block_inside_a_block_of_the_same_query_object() -> None:
+    world = make()
+    q = world.query(A)
+    with q:
+        with q:
+            assert world._deferring
+        assert world._deferring and len(q) == 5  # the outer block is still open
+    assert not world._deferring
+
+
+def test_changes_inside_blocks_run_when_the_outermost_closes() -> None:
+    world = make()
+    with world.query(A) as outer:
+        with world.query(B) as inner:
+            world.spawn(A(x=9.0), B(n=2))
+            gone = int(inner.entities[0])
+            world.despawn(gone)
+            assert world.is_alive(gone)  # deferred: a block is open
+        assert world.is_alive(gone) and len(outer) == 5
+    assert not world.is_alive(gone) and len(world) == 5
+    assert 9.0 in world.store(A).data["x"][: world.store(A).n]
+    with world.query(A, B) as q:  # the plan re-resolves after the change
+        assert len(q) == 5
+
+
+def test_a_failing_deferred_change_raises_at_the_blocks_end_and_closes_it() -> None:
+    world = make()
+    key = int(world.entities()[0])
+    with pytest.raises(KeyError):
+        with world.query(A):
+            world.despawn(key)
+            world.despawn(key)
+    assert not world._deferring
+    with world.query(A) as q:
+        assert len(q) == 4
+
+
+def test_an_error_inside_the_block_is_explained_and_the_block_closed() -> None:
+    world = make()
+    with pytest.raises(ValueError, match="readonly"):
+        with world.query(A, readonly=(A,)) as q:
+            q[A]["x"] += 1
+    assert not world._deferring
+    with pytest.raises(OverflowError, match="B.n"):
+        with world.query(B) as q:
+            q[B]["n"] = 100_000
+    assert not world._deferring
+
+
+def test_columns_taken_in_a_block_are_read_only_after_it() -> None:
+    world = make()
+    with world.query(A, B) as q:
+        xs = q[A]
+        xs["x"] += 1
+    with pytest.raises(ValueError):
+        xs["x"] += 1
+    assert world.store(A).data["x"][:5].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_keyword_arguments_and_unhashable_ones() -> None:
+    world = make()
+    world.spawn(A(x=7.0))
+    with world.query(A, without=[B]) as q:  # a list: normalised by the Python method
+        assert len(q) == 1
+    with world.query(A, without=(B,)) as q:
+        assert len(q) == 1
+    with pytest.raises(TypeError):
+        world.query(A, wrong=(B,))  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="at least one component type"):
+        world.query()
+
+
+def test_a_query_whose_world_is_gone() -> None:
+    world = make()
+    q = world.query(A)
+    del world
+    gc.collect()
+    with pytest.raises(RuntimeError, match="world is gone"):
+        with q:
+            pass
+
+
+def test_two_worlds_never_share_a_query_or_a_count() -> None:
+    one, two = make(3), make(4)
+    with one.query(A) as q1:
+        with two.query(A) as q2:
+            assert (len(q1), len(q2)) == (3, 4)
+            assert one._deferring and two._deferring
+        assert one._deferring and not two._deferring
+        two.spawn(A())  # not deferred: two has no block open
+        assert len(two) == 5
+    assert not one._deferring
+
+
+def test_enter_and_exit_by_hand() -> None:
+    world = make()
+    q = world.query(A)
+    assert q.__enter__() is q
+    assert world._deferring
+    q.__exit__(None, None, None)
+    assert not world._deferring
+    q.__exit__(None, None, None)  # (a second exit: nothing open, nothing changes)
+    assert not world._deferring
+
+
+def test_installing_twice_keeps_the_python_methods_as_the_slow_paths() -> None:
+    from ecs_engine import queryblock
+    from ecs_engine.query import NO_KEYS, Query, QueryPlan
+    from ecs_engine.storage import LayoutClock
+    from ecs_engine.world import _QueryState
+
+    installed = queryblock.install(World, _QueryState, Query, QueryPlan, LayoutClock, NO_KEYS)
+    assert installed == world_module.QUERY_BLOCKS_IN_C
+    world = make()
+    q = world.query(A)
+    with q:
+        with q:  # a nested block takes the slow path: it must not call itself
+            assert len(q) == 5
+    assert not world._deferring
+
+
+def test_keyword_queries_reuse_their_plan_and_query() -> None:
+    world = make()
+    with world.query(A, readonly=(A,)) as q:
+        first_id, plan = id(q), q._plan
+        assert not q[A].flags.writeable
+    del q
+    again = world.query(A, readonly=(A,))
+    assert id(again) == first_id and again._plan is plan
+    assert world.query(A, without=(), readonly=()) is not again  # (held: a new one)
+    del again
+    with world.query(A, without=(), readonly=()) as plain:  # empty: the plain call's plan
+        assert plain._plan is world.query(A)._plan
+
+
+def test_unstructured_columns_are_read_only_after_the_block() -> None:
+    world = make()
+    with world.query(A, B) as q:
+        flat = q.unstructured(A)
+        flat += 1
+    with pytest.raises(ValueError):
+        flat += 1
+    assert world.store(A).data["x"][:5].tolist() == [1, 2, 3, 4, 5]
