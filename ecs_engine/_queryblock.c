@@ -137,14 +137,18 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         {&st->c_stamp, c, "stamp"},
         {&st->w_open, w, "_open_queries"}, {&st->w_deferred, w, "_deferred"},
         {&st->w_plans, w, "_plans"}};
-    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
-        Py_ssize_t offset = slot_offset(slots[i].type, slots[i].name);
-        if (offset < 0) {
+    enum { NSLOTS = sizeof(slots) / sizeof(slots[0]) };
+    Py_ssize_t offsets[NSLOTS];
+    for (size_t i = 0; i < NSLOTS; i++) {  /* all found before any is used */
+        offsets[i] = slot_offset(slots[i].type, slots[i].name);
+        if (offsets[i] < 0) {
             return NULL;
         }
-        *slots[i].at = offset;
     }
     state_clear(module);
+    for (size_t i = 0; i < NSLOTS; i++) {
+        *slots[i].at = offsets[i];
+    }
     st->flush_name = PyUnicode_InternFromString("_flush");
     st->zero = PyLong_FromLong(0);
     st->setflags_name = PyUnicode_InternFromString("setflags");
@@ -172,15 +176,16 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * resolved, and it is aligned or settled) only takes the plan's keys and counts itself
  * open. */
 static PyObject *
-enter(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+enter(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     State *st = PyModule_GetState(module);
     if (!st->configured) {
         PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
         return NULL;
     }
-    if (nargs != 1) {
-        return PyObject_Vectorcall(st->slow_enter, args, nargs, NULL);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1 || kwnames != NULL) {
+        return PyObject_Vectorcall(st->slow_enter, args, nargs, kwnames);
     }
     PyObject *q = args[0];
     if (Py_TYPE(q) != st->query_type || SLOT(q, st->q_in) != Py_None) {
@@ -203,12 +208,9 @@ enter(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (stamp == NULL || now == NULL) {
         goto slow;
     }
-    if (stamp != now) {
-        int same = PyObject_RichCompareBool(stamp, now, Py_EQ);
-        if (same < 0) {
-            return NULL;
-        }
-        if (!same) {
+    if (stamp != now) {  /* (exact ints: comparing them runs no Python code) */
+        if (!PyLong_CheckExact(stamp) || !PyLong_CheckExact(now)
+                || PyObject_RichCompareBool(stamp, now, Py_EQ) != 1) {
             goto slow;
         }
     }
@@ -222,6 +224,9 @@ enter(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     long count = PyLong_AsLong(open);
     if (count == -1 && PyErr_Occurred()) {
         PyErr_Clear();
+        goto slow;
+    }
+    if (count == LONG_MAX) {
         goto slow;
     }
     PyObject *counted = PyLong_FromLong(count + 1);
@@ -258,15 +263,16 @@ freeze(State *st, PyObject *writable)
  * a block of the same object makes its columns read-only and closes; the last open
  * block runs the deferred changes (as Query.__exit__ and _release_columns do). */
 static PyObject *
-exit_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+exit_block(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     State *st = PyModule_GetState(module);
     if (!st->configured) {
         PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
         return NULL;
     }
-    if (nargs != 4) {
-        return PyObject_Vectorcall(st->slow_exit, args, nargs, NULL);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 4 || kwnames != NULL) {
+        return PyObject_Vectorcall(st->slow_exit, args, nargs, kwnames);
     }
     PyObject *q = args[0];
     if (Py_TYPE(q) != st->query_type || args[2] != Py_None
@@ -282,13 +288,17 @@ exit_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (world == NULL || world == Py_None || !PyObject_TypeCheck(world, st->state_type)) {
         goto slow;
     }
-    PyObject *open = SLOT(world, st->w_open);
-    if (open == NULL || !PyLong_CheckExact(open)) {
-        goto slow;
+    PyObject *open = SLOT(world, st->w_open), *deferred = SLOT(world, st->w_deferred);
+    if (open == NULL || !PyLong_CheckExact(open) || deferred == NULL
+            || !PyList_CheckExact(deferred)) {
+        goto slow;  /* (checked before anything changes: the slow path does it all) */
     }
     long count = PyLong_AsLong(open);
     if (count == -1 && PyErr_Occurred()) {
         PyErr_Clear();
+        goto slow;
+    }
+    if (count == LONG_MIN) {
         goto slow;
     }
     int failed = 0;
@@ -328,8 +338,8 @@ exit_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     set_slot(world, st->w_open, counted);
     Py_DECREF(counted);
     if (count - 1 == 0) {
-        PyObject *deferred = SLOT(world, st->w_deferred);
-        if (deferred != NULL && PyObject_IsTrue(deferred) > 0) {
+        deferred = SLOT(world, st->w_deferred);  /* (the freeze may have run Python code) */
+        if (deferred != NULL && PyList_CheckExact(deferred) && PyList_GET_SIZE(deferred)) {
             PyObject *done = PyObject_CallMethodNoArgs(world, st->flush_name);
             if (done == NULL) {
                 if (failed) {  /* (the flush's error, with the first one as its context) */
@@ -423,22 +433,24 @@ query(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
             return NULL;
         }
     }
+    Py_INCREF(plans);  /* (hashing the key may run Python code that drops the dict) */
     PyObject *plan = PyDict_GetItemWithError(plans, key);
+    Py_XINCREF(plan);
+    Py_DECREF(plans);
     Py_DECREF(key);
     if (plan == NULL) {
         PyErr_Clear();  /* (unhashable arguments: the Python method says what is wrong) */
         goto slow;
     }
-    if (Py_TYPE(plan) != st->plan_type) {
-        goto slow;
-    }
-    PyObject *idle = SLOT(plan, st->p_idle);
+    PyObject *idle = Py_TYPE(plan) == st->plan_type ? SLOT(plan, st->p_idle) : NULL;
     if (idle == NULL || Py_TYPE(idle) != st->query_type || SLOT(idle, st->q_in) != Py_None
             || Py_REFCNT(idle) != 1) {  /* (1: the plan's slot, nothing else) */
+        Py_DECREF(plan);
         goto slow;
     }
     set_slot(idle, st->q_entities, st->no_keys);
     Py_INCREF(idle);
+    Py_DECREF(plan);
     return idle;
 slow:
     return PyObject_Vectorcall(st->slow_query, args, nargsf, kwnames);
@@ -450,14 +462,20 @@ static PyMethodDef queryblock_methods[] = {
 };
 
 static PyMethodDef fast_enter = {"__enter__", (PyCFunction)(void (*)(void))enter,
-                                 METH_FASTCALL, "Open the block (see Query)."};
+                                 METH_FASTCALL | METH_KEYWORDS,
+                                 "__enter__($self, /)\n--\n\nOpen the block (see Query)."};
 static PyMethodDef fast_exit = {"__exit__", (PyCFunction)(void (*)(void))exit_block,
-                                METH_FASTCALL, "Close the block (see Query)."};
+                                METH_FASTCALL | METH_KEYWORDS,
+                                "__exit__($self, exc_type, exc, tb)\n--\n\n"
+                                "Close the block (see Query)."};
 static PyMethodDef fast_query = {"query", (PyCFunction)(void (*)(void))query,
                                  METH_FASTCALL | METH_KEYWORDS,
-                                 "query(*types, without=(), readonly=()) -> Query\n\n"
-                                 "Entities with all types and none of without: "
-                                 "`with world.query(...) as q`."};
+                                 "query($self, /, *types, without=(), readonly=())\n--\n\n"
+                                 "Entities with all types (and none of without): "
+                                 "`with world.query(...) as q`.\n\nThe arguments are "
+                                 "checked once per distinct call shape; the resolved rows "
+                                 "are reused until a structural change moves rows of a "
+                                 "store involved."};
 
 /* The three fast paths as methods for the classes (instancemethod binds `self`). */
 static int

@@ -5,6 +5,8 @@ back to the Python methods must behave exactly as those do (this file also runs 
 from __future__ import annotations
 
 import gc
+import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -210,3 +212,93 @@ def test_unstructured_columns_are_read_only_after_the_block() -> None:
     with pytest.raises(ValueError):
         flat += 1
     assert world.store(A).data["x"][:5].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_odd_objects_in_the_slots_take_the_python_path() -> None:
+    """(outside review: user objects whose methods run code while C held borrowed
+    pointers crashed the interpreter; a failing truth test raised a SystemError)"""
+    world = make()
+    q = world.query(A)
+    with q:
+        pass
+
+    class Stamp:
+        def __eq__(self, other: object) -> bool:
+            nonlocal world
+            del world  # drops the caller's last name of the world mid-compare
+            return True
+
+    holder = [world]
+    q._plan._stamp = Stamp()  # type: ignore[assignment]
+    with q:
+        assert type(q._in) is World
+    del holder
+
+    other = make()
+    for i in range(20):
+        other._plans[("k", i)] = i  # type: ignore[assignment]
+
+    class Without:
+        def __iter__(self) -> Iterator[type]:
+            return iter((B,))
+
+        def __bool__(self) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            other._plans = None  # type: ignore[assignment]
+            return 1
+
+    with pytest.raises((TypeError, AttributeError)):  # (no crash: the dict went mid-lookup)
+        other.query(A, without=Without())
+
+    class Bad:
+        def __bool__(self) -> bool:
+            raise ZeroDivisionError("bool")
+
+    third = make()
+    third._deferred = Bad()  # type: ignore[assignment]
+    with pytest.raises(ZeroDivisionError):
+        with third.query(A):
+            pass
+
+
+def test_a_block_count_at_the_int_limit_keeps_counting() -> None:
+    world = make()
+    world._open_queries = sys.maxsize
+    with world.query(A):
+        assert world._open_queries == sys.maxsize + 1 and world._deferring
+    assert world._open_queries == sys.maxsize
+
+
+def test_the_methods_keep_their_signatures_and_keywords() -> None:
+    import inspect
+
+    params = inspect.signature(World.query).parameters
+    assert [p for p in params if p != "self"] == ["types", "without", "readonly"]
+    world = make()
+    q = world.query(A)
+    q.__enter__()
+    getattr(q, "__exit__")(None, None, tb=None)  # noqa: B009 (by keyword, as Python allows)
+    assert not world._deferring
+
+
+def test_a_failed_configure_changes_nothing() -> None:
+    try:
+        from ecs_engine import _queryblock
+    except ImportError:
+        pytest.skip("ecs_engine._queryblock was not built")
+    from ecs_engine.query import NO_KEYS, QueryPlan
+    from ecs_engine.storage import LayoutClock
+
+    class FakeQuery:  # slots in other places, and no _cache
+        __slots__ = ("_a", "_depth", "_e", "_in", "_plan", "_world", "_x", "_y", "entities")
+
+    with pytest.raises(AttributeError, match="_cache"):
+        _queryblock.configure(FakeQuery, QueryPlan, LayoutClock, FakeQuery, NO_KEYS, None,
+                              None, None)
+    world = make()
+    for _ in range(3):
+        with world.query(A, B) as q:
+            assert len(q) == 5
+    assert not world._deferring
