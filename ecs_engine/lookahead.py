@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE
+from ecs_engine.memcopy import address_of
 from ecs_engine.savefile import arriving_columns
 from ecs_engine.slotmap import PreparedSlots, SlotTable
 from ecs_engine.snapshot import Allocate, KeyIndex, LiveSlots
@@ -111,7 +112,8 @@ class KeyLookahead:
             self._state.wait_for(lambda: self._prepare_tried or self._failed or self._over)
             prepared = None if self._failed else self._prepared
         if prepared is None or not all(
-                a.dtype == b.dtype and len(a) == len(b) and (not len(a) or _same_memory(a, b))
+                a.dtype == b.dtype and len(a) == len(b)
+                and (not len(a) or address_of(a) == address_of(b))
                 for a, b in ((prepared.table.generations, table.generations),
                              (prepared.table.alive, table.alive),
                              (prepared.table.free, table.free))):
@@ -236,7 +238,3 @@ class KeyLookahead:
             if self._failed:
                 raise _Abandoned
             return self._built[at]
-
-
-def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(a.__array_interface__["data"][0] == b.__array_interface__["data"][0])

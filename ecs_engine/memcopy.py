@@ -21,6 +21,12 @@ def as_bytes(arr: np.ndarray) -> np.ndarray:
     return arr.reshape(-1).view(np.uint8)
 
 
+def address_of(arr: np.ndarray) -> int:
+    """Where a C-contiguous ``arr``'s first byte is (via a byte view: cheap for structured
+    dtypes)."""
+    return int(as_bytes(arr).__array_interface__["data"][0])
+
+
 def clone(arr: np.ndarray) -> np.ndarray:
     """A new array equal to ``arr`` (a memcpy, also for structured dtypes)."""
     out = np.empty(arr.shape, arr.dtype)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE, SLOT_BITS
 from ecs_engine.group import Group, nested_outer
-from ecs_engine.memcopy import as_bytes, pack_copies, root_of, take_over
+from ecs_engine.memcopy import address_of, as_bytes, pack_copies, root_of, take_over
 from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import PreparedSlots, SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
@@ -535,7 +535,7 @@ class KeyIndex:
         """Built from these very bytes (the same memory) for this capacity."""
         return (len(self.sparse) == capacity and keys.dtype == self.keys.dtype
                 and len(keys) == len(self.keys)
-                and (not len(keys) or _address(keys) == _address(self.keys)))
+                and (not len(keys) or address_of(keys) == address_of(self.keys)))
 
 
 def live_view(world: World) -> Snapshot:
@@ -795,11 +795,6 @@ def _rng_for(world: World, snap: Snapshot) -> np.random.Generator:
     return np.random.Generator(bitgen)
 
 
-def _address(arr: np.ndarray) -> int:
-    """Where ``arr``'s first byte is (via a byte view: cheap for structured dtypes)."""
-    return int(as_bytes(arr).__array_interface__["data"][0])
-
-
 def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
     """Copy back the chunks whose version differs from the live one (all of them after
     a layout change, which moves every chunk's version). With ``s.rows`` (every row in
@@ -830,19 +825,19 @@ def _restore_chunks(store: ComponentStore, s: StoreSnapshot) -> None:
         i = 0
         while i < len(todo):
             first = todo[i]
-            start = _address(chunks[first])
+            start = address_of(chunks[first])
             end = start + chunks[first].nbytes
             owner = root_of(chunks[first])
             j = i + 1
             while (j < len(todo) and todo[j] == todo[j - 1] + 1
-                   and _address(chunks[todo[j]]) == end and root_of(chunks[todo[j]]) is owner):
+                   and address_of(chunks[todo[j]]) == end and root_of(chunks[todo[j]]) is owner):
                 end += chunks[todo[j]].nbytes
                 j += 1
             if j == i + 1:
                 src = as_bytes(chunks[first])
             else:  # one span of the buffer the run's chunks are views into
                 buf = as_bytes(owner)
-                at = start - _address(buf)
+                at = start - address_of(buf)
                 src = buf[at : at + end - start]
             dst[first * step : first * step + src.size] = src
             i = j
