@@ -172,15 +172,61 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* The module's state once configure() ran; NULL and a RuntimeError before. */
+static State *
+configured_state(PyObject *module)
+{
+    State *st = PyModule_GetState(module);
+    if (!st->configured) {
+        PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
+        return NULL;
+    }
+    return st;
+}
+
+/* A world's open-block count (`_open_queries`) into `count` when it is an exact int
+ * that a step of `by` (+1 or -1) keeps within a C long: 0; else -1, no exception set
+ * (the caller takes the Python path, which counts without bounds). */
+static int
+block_count(State *st, PyObject *world, int by, long *count)
+{
+    PyObject *open = SLOT(world, st->w_open);
+    if (open == NULL || !PyLong_CheckExact(open)) {
+        return -1;
+    }
+    long n = PyLong_AsLong(open);
+    if (n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if ((by > 0 && n == LONG_MAX) || (by < 0 && n == LONG_MIN)) {
+        return -1;
+    }
+    *count = n;
+    return 0;
+}
+
+/* Set a world's open-block count; -1 with an exception when the int cannot be made. */
+static int
+set_block_count(State *st, PyObject *world, long count)
+{
+    PyObject *counted = PyLong_FromLong(count);
+    if (counted == NULL) {
+        return -1;
+    }
+    set_slot(world, st->w_open, counted);
+    Py_DECREF(counted);
+    return 0;
+}
+
 /* Query.__enter__: a block of a plan whose rows stand (no store moved rows since it
  * resolved, and it is aligned or settled) only takes the plan's keys and counts itself
  * open. */
 static PyObject *
 enter(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    State *st = PyModule_GetState(module);
-    if (!st->configured) {
-        PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
+    State *st = configured_state(module);
+    if (st == NULL) {
         return NULL;
     }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -217,24 +263,14 @@ enter(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     if (SLOT(plan, st->p_aligned) != Py_True && SLOT(plan, st->p_settled) != Py_True) {
         goto slow;
     }
-    PyObject *entities = SLOT(plan, st->p_entities), *open = SLOT(world, st->w_open);
-    if (entities == NULL || open == NULL || !PyLong_CheckExact(open)) {
+    PyObject *entities = SLOT(plan, st->p_entities);
+    long count;
+    if (entities == NULL || block_count(st, world, +1, &count) < 0) {
         goto slow;
     }
-    long count = PyLong_AsLong(open);
-    if (count == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        goto slow;
-    }
-    if (count == LONG_MAX) {
-        goto slow;
-    }
-    PyObject *counted = PyLong_FromLong(count + 1);
-    if (counted == NULL) {
+    if (set_block_count(st, world, count + 1) < 0) {
         return NULL;
     }
-    set_slot(world, st->w_open, counted);
-    Py_DECREF(counted);
     set_slot(q, st->q_in, world);
     set_slot(q, st->q_entities, entities);
     Py_INCREF(q);
@@ -265,9 +301,8 @@ freeze(State *st, PyObject *writable)
 static PyObject *
 exit_block(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    State *st = PyModule_GetState(module);
-    if (!st->configured) {
-        PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
+    State *st = configured_state(module);
+    if (st == NULL) {
         return NULL;
     }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -288,18 +323,11 @@ exit_block(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwn
     if (world == NULL || world == Py_None || !PyObject_TypeCheck(world, st->state_type)) {
         goto slow;
     }
-    PyObject *open = SLOT(world, st->w_open), *deferred = SLOT(world, st->w_deferred);
-    if (open == NULL || !PyLong_CheckExact(open) || deferred == NULL
-            || !PyList_CheckExact(deferred)) {
+    PyObject *deferred = SLOT(world, st->w_deferred);
+    long count;
+    if (deferred == NULL || !PyList_CheckExact(deferred)
+            || block_count(st, world, -1, &count) < 0) {
         goto slow;  /* (checked before anything changes: the slow path does it all) */
-    }
-    long count = PyLong_AsLong(open);
-    if (count == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        goto slow;
-    }
-    if (count == LONG_MIN) {
-        goto slow;
     }
     int failed = 0;
     if (PyList_GET_SIZE(writable)) {
@@ -326,8 +354,7 @@ exit_block(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwn
     if (failed) {
         PyErr_Fetch(&error_type, &error, &trace);
     }
-    PyObject *counted = PyLong_FromLong(count - 1);
-    if (counted == NULL) {
+    if (set_block_count(st, world, count - 1) < 0) {
         Py_XDECREF(error_type);
         Py_XDECREF(error);
         Py_XDECREF(trace);
@@ -335,8 +362,6 @@ exit_block(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwn
     }
     Py_INCREF(world);  /* (the block's reference goes now; the flush needs the world) */
     set_slot(q, st->q_in, Py_None);
-    set_slot(world, st->w_open, counted);
-    Py_DECREF(counted);
     if (count - 1 == 0) {
         deferred = SLOT(world, st->w_deferred);  /* (the freeze may have run Python code) */
         if (deferred != NULL && PyList_CheckExact(deferred) && PyList_GET_SIZE(deferred)) {
@@ -377,9 +402,8 @@ slow:
 static PyObject *
 query(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    State *st = PyModule_GetState(module);
-    if (!st->configured) {
-        PyErr_SetString(PyExc_RuntimeError, "ecs_engine._queryblock is not configured");
+    State *st = configured_state(module);
+    if (st == NULL) {
         return NULL;
     }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
