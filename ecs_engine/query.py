@@ -620,7 +620,8 @@ class Query:
                                           if lead.owner is prefix else -1)):
                 # (the columns and keys are views: rows that moved inside it show)
                 self.entities = plan.entities
-                return self
+                plan._stamp = plan._clock.stamp  # (checked now: later blocks take the
+                return self  # clock's fast path until the next structural change)
         try:
             plan.resolve(world)
             self.entities = plan.entities

@@ -80,3 +80,22 @@ def test_a_store_that_grew_into_a_new_key_array_and_shrank_back_resolves_again()
     with world.query(A) as q:
         assert sorted(q.entities.tolist()) == sorted(keys[3:] + more[10:])
         assert sorted(q[A]["v"].tolist()) == [3, 110, 111, 112]
+
+
+def test_a_prefix_checked_after_another_stores_change_is_noted_for_the_clock() -> None:
+    """A structural change elsewhere moves the world's layout clock; the first block of
+    a prefix plan checks its prefix and notes the clock, so the blocks after it take the
+    clock's one-comparison path (the C enter) instead of checking again each time."""
+    world = World()
+    world.spawn_batch(A(v=np.arange(4)), count=4)
+    with world.query(A) as q:
+        plan = q._plan
+        assert q.entities.tolist() == world.entities().tolist()
+    world.spawn(C(v=1))  # another store's rows: the clock moves, A's prefix stands
+    assert plan._stamp != plan._clock.stamp
+    with world.query(A) as q:
+        assert len(q) == 4
+    assert plan._stamp == plan._clock.stamp
+    world.spawn(A(v=9))  # A's own rows: the prefix grows
+    with world.query(A) as q:
+        assert q[A]["v"].tolist() == [0, 1, 2, 3, 9]
