@@ -8,9 +8,12 @@ takes its numpy and Python paths, which give the same answers, slower.
 
 import os
 
+import numpy as np
 from setuptools import Extension, setup
 
 # ECS_REQUIRE_C=1 (CI sets it) makes a failed build an error instead of the numpy path.
+# (_queryblock reads numpy's array struct: its headers, no link to numpy)
 setup(ext_modules=[Extension(f"ecs_engine.{name}", [f"ecs_engine/{name}.c"],
+                             include_dirs=[np.get_include()],
                              optional=not os.environ.get("ECS_REQUIRE_C"))
                    for name in ("_keyindex", "_queryblock")])

@@ -12,6 +12,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+/* Only the array struct and its flags (no numpy C-API table: nothing to import). */
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/ndarraytypes.h>
 
 typedef struct {
     int configured;
@@ -22,6 +25,14 @@ typedef struct {
     Py_ssize_t w_open, w_deferred, w_plans;
     PyObject *no_keys, *slow_enter, *slow_exit, *slow_query, *flush_name, *zero;
     PyObject *setflags_name, *write_kw, *without_name, *readonly_name, *empty;
+    /* the columns' fast paths (configure_columns) */
+    int columns_configured;
+    PyTypeObject *store_type, *array_type;
+    Py_ssize_t p_rows, p_store_of, p_readonly;
+    long chunk_rows;
+    PyObject *slow_getitem, *slow_unstructured;
+    PyObject *data_name, *frozen_name, *flat_name, *frozen_flat_name, *versions_name;
+    PyObject *data_version_name, *chunk_marks_name, *mark_chunks_name;
 } State;
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
@@ -71,7 +82,29 @@ state_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->slow_enter);
     Py_VISIT(st->slow_exit);
     Py_VISIT(st->slow_query);
+    Py_VISIT(st->store_type);
+    Py_VISIT(st->array_type);
+    Py_VISIT(st->slow_getitem);
+    Py_VISIT(st->slow_unstructured);
     return 0;
+}
+
+static void
+clear_columns(State *st)
+{
+    st->columns_configured = 0;
+    Py_CLEAR(st->store_type);
+    Py_CLEAR(st->array_type);
+    Py_CLEAR(st->slow_getitem);
+    Py_CLEAR(st->slow_unstructured);
+    Py_CLEAR(st->data_name);
+    Py_CLEAR(st->frozen_name);
+    Py_CLEAR(st->flat_name);
+    Py_CLEAR(st->frozen_flat_name);
+    Py_CLEAR(st->versions_name);
+    Py_CLEAR(st->data_version_name);
+    Py_CLEAR(st->chunk_marks_name);
+    Py_CLEAR(st->mark_chunks_name);
 }
 
 static int
@@ -94,6 +127,7 @@ state_clear(PyObject *module)
     Py_CLEAR(st->without_name);
     Py_CLEAR(st->readonly_name);
     Py_CLEAR(st->empty);
+    clear_columns(st);
     return 0;
 }
 
@@ -182,6 +216,330 @@ configured_state(PyObject *module)
         return NULL;
     }
     return st;
+}
+
+PyDoc_STRVAR(configure_columns_doc,
+"configure_columns(store_type, array_type, chunk_rows, slow_getitem, slow_unstructured)\n\n"
+"Name the store class whose attributes the column fast paths read (ComponentStore),\n"
+"numpy's ndarray, the rows per versioned chunk of a store, and the Python methods that\n"
+"do the whole job when a fast path does not apply (Query.__getitem__ and\n"
+"Query.unstructured). After configure(), from queryblock.py.");
+
+static PyObject *
+configure_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    State *st = configured_state(module);
+    if (st == NULL) {
+        return NULL;
+    }
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "configure_columns takes 5 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (!PyType_Check(args[0]) || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure_columns: the first two arguments are types");
+        return NULL;
+    }
+    long chunk_rows = PyLong_AsLong(args[2]);
+    if (chunk_rows == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (chunk_rows <= 0) {
+        PyErr_SetString(PyExc_ValueError, "configure_columns: chunk_rows must be > 0");
+        return NULL;
+    }
+    Py_ssize_t rows = slot_offset(st->plan_type, "rows");
+    Py_ssize_t store_of = rows < 0 ? -1 : slot_offset(st->plan_type, "store_of");
+    Py_ssize_t readonly = store_of < 0 ? -1 : slot_offset(st->plan_type, "readonly");
+    if (readonly < 0) {
+        return NULL;
+    }
+    clear_columns(st);
+    st->p_rows = rows;
+    st->p_store_of = store_of;
+    st->p_readonly = readonly;
+    st->chunk_rows = chunk_rows;
+    struct { PyObject **at; const char *name; } names[] = {
+        {&st->data_name, "data"}, {&st->frozen_name, "frozen"}, {&st->flat_name, "flat"},
+        {&st->frozen_flat_name, "frozen_flat"}, {&st->versions_name, "_versions"},
+        {&st->data_version_name, "data_version"}, {&st->chunk_marks_name, "chunk_marks"},
+        {&st->mark_chunks_name, "_mark_chunks"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        *names[i].at = PyUnicode_InternFromString(names[i].name);
+        if (*names[i].at == NULL) {
+            clear_columns(st);
+            return NULL;
+        }
+    }
+    PyObject **keep[] = {(PyObject **)&st->store_type, (PyObject **)&st->array_type, NULL,
+                         &st->slow_getitem, &st->slow_unstructured};
+    for (int i = 0; i < 5; i++) {
+        if (keep[i] != NULL) {
+            Py_INCREF(args[i]);
+            *keep[i] = args[i];
+        }
+    }
+    st->columns_configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* The module's state once configure_columns() ran; NULL and a RuntimeError before. */
+static State *
+columns_state(PyObject *module)
+{
+    State *st = configured_state(module);
+    if (st != NULL && !st->columns_configured) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ecs_engine._queryblock's columns are not configured");
+        return NULL;
+    }
+    return st;
+}
+
+/* What a column's fast path needs: its store and its rows, one slice [start, stop) of
+ * the store's rows (an aligned plan's), and whether the query reads it only. */
+typedef struct {
+    PyObject *store, *rows, *writable;  /* strong references (release_column) */
+    long start, stop;
+    int readonly;
+} Column;
+
+static void
+release_column(Column *col)
+{
+    Py_CLEAR(col->store);
+    Py_CLEAR(col->rows);
+    Py_CLEAR(col->writable);
+}
+
+/* Fill `col` for q[ctype] inside q's open block when the rows are a plain slice of a
+ * ComponentStore's: 1; 0 (nothing held, no exception) when the fast path does not apply
+ * (the Python method then does the whole job, errors included). */
+static int
+find_column(State *st, PyObject *q, PyObject *ctype, Column *col)
+{
+    col->store = col->rows = col->writable = NULL;
+    if (Py_TYPE(q) != st->query_type) {
+        return 0;
+    }
+    PyObject *open = SLOT(q, st->q_in), *plan = SLOT(q, st->q_plan);
+    if (open == NULL || open == Py_None || plan == NULL || Py_TYPE(plan) != st->plan_type) {
+        return 0;
+    }
+    PyObject *rows_of = SLOT(plan, st->p_rows), *store_of = SLOT(plan, st->p_store_of);
+    PyObject *readonly = SLOT(plan, st->p_readonly), *writable = SLOT(q, st->q_writable);
+    if (rows_of == NULL || !PyDict_CheckExact(rows_of) || store_of == NULL
+            || !PyDict_CheckExact(store_of) || readonly == NULL
+            || !PyFrozenSet_CheckExact(readonly) || writable == NULL
+            || !PyList_CheckExact(writable)) {
+        return 0;
+    }
+    /* (held through the lookups: hashing a key may run Python code) */
+    Py_INCREF(rows_of);
+    Py_INCREF(store_of);
+    Py_INCREF(readonly);
+    PyObject *rows = PyDict_GetItemWithError(rows_of, ctype);
+    Py_XINCREF(rows);
+    PyObject *store = rows == NULL ? NULL : PyDict_GetItemWithError(store_of, ctype);
+    Py_XINCREF(store);
+    int ro = store == NULL ? -1 : PySet_Contains(readonly, ctype);
+    Py_DECREF(rows_of);
+    Py_DECREF(store_of);
+    Py_DECREF(readonly);
+    if (ro < 0 || Py_TYPE(store) != st->store_type || Py_TYPE(rows) != &PySlice_Type) {
+        goto pass;
+    }
+    PySliceObject *slice = (PySliceObject *)rows;
+    if (slice->step != Py_None || !PyLong_CheckExact(slice->start)
+            || !PyLong_CheckExact(slice->stop)) {
+        goto pass;  /* (a gathered query's run, or rows given as an index array) */
+    }
+    long start = PyLong_AsLong(slice->start), stop = PyLong_AsLong(slice->stop);
+    if (PyErr_Occurred() || start < 0 || stop < 0) {
+        goto pass;
+    }
+    Py_INCREF(writable);
+    col->store = store;
+    col->rows = rows;
+    col->writable = writable;
+    col->start = start;
+    col->stop = stop;
+    col->readonly = ro;
+    return 1;
+pass:
+    PyErr_Clear();
+    Py_XDECREF(rows);
+    Py_XDECREF(store);
+    return 0;
+}
+
+/* ComponentStore.touch_rows(start, stop) (start < stop): a new data version for the
+ * store, marked on the chunks holding the rows. 0, or -1 with an exception set. */
+static int
+touch_rows(State *st, PyObject *store, long start, long stop)
+{
+    PyObject *versions = PyObject_GetAttr(store, st->versions_name);
+    if (versions == NULL) {
+        return -1;
+    }
+    if (!PyIter_Check(versions)) {
+        PyErr_Format(PyExc_TypeError, "'%.200s' object is not an iterator",
+                     Py_TYPE(versions)->tp_name);
+        Py_DECREF(versions);
+        return -1;
+    }
+    PyObject *version = PyIter_Next(versions);
+    Py_DECREF(versions);
+    if (version == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetNone(PyExc_StopIteration);
+        }
+        return -1;
+    }
+    int done = PyObject_SetAttr(store, st->data_version_name, version);
+    long first = start / st->chunk_rows, last = (stop - 1) / st->chunk_rows;
+    if (done == 0 && first == last) {  /* one chunk: one item store, as in Python */
+        PyObject *marks = PyObject_GetAttr(store, st->chunk_marks_name);
+        PyObject *index = marks == NULL ? NULL : PyLong_FromLong(first);
+        done = index == NULL ? -1 : PyObject_SetItem(marks, index, version);
+        Py_XDECREF(index);
+        Py_XDECREF(marks);
+    }
+    else if (done == 0) {
+        PyObject *from = PyLong_FromLong(start), *to = PyLong_FromLong(stop);
+        PyObject *marked = NULL;
+        if (from != NULL && to != NULL) {
+            PyObject *call[4] = {store, from, to, version};
+            marked = PyObject_VectorcallMethod(st->mark_chunks_name, call,
+                                               4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        }
+        done = marked == NULL ? -1 : 0;
+        Py_XDECREF(marked);
+        Py_XDECREF(from);
+        Py_XDECREF(to);
+    }
+    Py_DECREF(version);
+    return done;
+}
+
+/* The slice `col` names of the store's array `name` (data, frozen, flat, frozen_flat):
+ * a new reference; NULL and no exception when that is not an ndarray (the Python path
+ * then handles it), NULL and an exception on an error. */
+static PyObject *
+slice_of(State *st, Column *col, PyObject *name)
+{
+    PyObject *source = PyObject_GetAttr(col->store, name);
+    if (source == NULL) {
+        return NULL;
+    }
+    PyObject *arr = NULL;
+    if (Py_TYPE(source) == st->array_type) {
+        arr = PyObject_GetItem(source, col->rows);
+    }
+    Py_DECREF(source);
+    return arr;
+}
+
+/* Query.__getitem__: a column the block took already, or one of an aligned plan's (a
+ * view of the store; a writable one counts as a write to its rows, as in Python). */
+static PyObject *
+column(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    State *st = columns_state(module);
+    if (st == NULL) {
+        return NULL;
+    }
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL) {
+        return PyObject_Vectorcall(st->slow_getitem, args, nargs, kwnames);
+    }
+    PyObject *q = args[0], *ctype = args[1];
+    if (Py_TYPE(q) == st->query_type) {
+        PyObject *cache = SLOT(q, st->q_cache);
+        if (cache != NULL && PyDict_CheckExact(cache)) {
+            Py_INCREF(cache);
+            PyObject *cached = PyDict_GetItemWithError(cache, ctype);
+            Py_XINCREF(cached);
+            Py_DECREF(cache);
+            if (cached != NULL) {
+                return cached;
+            }
+            PyErr_Clear();  /* (unhashable: the Python method says what is wrong) */
+        }
+    }
+    Column col;
+    if (!find_column(st, q, ctype, &col)) {
+        goto slow;
+    }
+    PyObject *arr = slice_of(st, &col, col.readonly ? st->frozen_name : st->data_name);
+    if (arr == NULL) {
+        release_column(&col);
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        goto slow;
+    }
+    if (!col.readonly && (PyList_Append(col.writable, arr) < 0
+                          || (col.stop > col.start
+                              && touch_rows(st, col.store, col.start, col.stop) < 0))) {
+        release_column(&col);
+        Py_DECREF(arr);
+        return NULL;
+    }
+    release_column(&col);
+    PyObject *cache = SLOT(q, st->q_cache);  /* (read again: touching ran code) */
+    if (cache == NULL || !PyDict_CheckExact(cache)) {
+        return arr;
+    }
+    Py_INCREF(cache);
+    int stored = PyDict_SetItem(cache, ctype, arr);
+    Py_DECREF(cache);
+    if (stored < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+slow:
+    return PyObject_Vectorcall(st->slow_getitem, args, nargs, NULL);
+}
+
+/* Query.unstructured: an aligned plan's column as a (rows, values per row) view of the
+ * store's flat array (a writable one counts as a write to its rows, as in Python). */
+static PyObject *
+flat_column(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    State *st = columns_state(module);
+    if (st == NULL) {
+        return NULL;
+    }
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL) {
+        return PyObject_Vectorcall(st->slow_unstructured, args, nargs, kwnames);
+    }
+    Column col;
+    if (!find_column(st, args[0], args[1], &col)) {
+        goto slow;
+    }
+    PyObject *flat = slice_of(st, &col, col.readonly ? st->frozen_flat_name : st->flat_name);
+    if (flat == NULL) {
+        release_column(&col);
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        goto slow;  /* (fields of several dtypes: the Python method explains) */
+    }
+    if (!col.readonly && ((col.stop > col.start
+                           && touch_rows(st, col.store, col.start, col.stop) < 0)
+                          || PyList_Append(col.writable, flat) < 0)) {
+        release_column(&col);
+        Py_DECREF(flat);
+        return NULL;
+    }
+    release_column(&col);
+    return flat;
+slow:
+    return PyObject_Vectorcall(st->slow_unstructured, args, nargs, NULL);
 }
 
 /* A world's open-block count (`_open_queries`) into `count` when it is an exact int
@@ -280,12 +638,20 @@ slow:
 }
 
 /* Make every column the block handed out read-only (arr.setflags(write=False)); the
- * columns were views of the stores, none gathered. 0, or -1 with an exception set. */
+ * columns were views of the stores, none gathered. An exact ndarray has its WRITEABLE
+ * flag cleared with no call (setflags also clears numpy's private warn-on-write flag,
+ * which views of the stores' own arrays never carry); anything else gets the call. 0,
+ * or -1 with an exception set. */
 static int
 freeze(State *st, PyObject *writable)
 {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(writable); i++) {
-        PyObject *call[2] = {PyList_GET_ITEM(writable, i), Py_False};
+        PyObject *arr = PyList_GET_ITEM(writable, i);
+        if (st->array_type != NULL && Py_TYPE(arr) == st->array_type) {
+            PyArray_CLEARFLAGS((PyArrayObject *)arr, NPY_ARRAY_WRITEABLE);
+            continue;
+        }
+        PyObject *call[2] = {arr, Py_False};
         PyObject *done = PyObject_VectorcallMethod(st->setflags_name, call, 1, st->write_kw);
         if (done == NULL) {
             return -1;
@@ -482,6 +848,8 @@ slow:
 
 static PyMethodDef queryblock_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, configure_doc},
+    {"configure_columns", (PyCFunction)(void (*)(void))configure_columns, METH_FASTCALL,
+     configure_columns_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -492,6 +860,15 @@ static PyMethodDef fast_exit = {"__exit__", (PyCFunction)(void (*)(void))exit_bl
                                 METH_FASTCALL | METH_KEYWORDS,
                                 "__exit__($self, exc_type, exc, tb)\n--\n\n"
                                 "Close the block (see Query)."};
+static PyMethodDef fast_column = {"__getitem__", (PyCFunction)(void (*)(void))column,
+                                  METH_FASTCALL | METH_KEYWORDS,
+                                  "__getitem__($self, ctype, /)\n--\n\n"
+                                  "The block's column of ctype (see Query)."};
+static PyMethodDef fast_flat = {"unstructured", (PyCFunction)(void (*)(void))flat_column,
+                                METH_FASTCALL | METH_KEYWORDS,
+                                "unstructured($self, ctype, /)\n--\n\n"
+                                "q[ctype] as a plain (rows, values per row) array sharing "
+                                "its memory (see Query.unstructured)."};
 static PyMethodDef fast_query = {"query", (PyCFunction)(void (*)(void))query,
                                  METH_FASTCALL | METH_KEYWORDS,
                                  "query($self, /, *types, without=(), readonly=())\n--\n\n"
@@ -501,7 +878,7 @@ static PyMethodDef fast_query = {"query", (PyCFunction)(void (*)(void))query,
                                  "are reused until a structural change moves rows of a "
                                  "store involved."};
 
-/* The three fast paths as methods for the classes (instancemethod binds `self`). */
+/* The fast paths as methods for the classes (instancemethod binds `self`). */
 static int
 add_method(PyObject *module, PyMethodDef *def, const char *as)
 {
@@ -524,7 +901,9 @@ queryblock_exec(PyObject *module)
 {
     if (add_method(module, &fast_enter, "enter") < 0
             || add_method(module, &fast_exit, "exit") < 0
-            || add_method(module, &fast_query, "query") < 0) {
+            || add_method(module, &fast_query, "query") < 0
+            || add_method(module, &fast_column, "column") < 0
+            || add_method(module, &fast_flat, "flat_column") < 0) {
         return -1;
     }
     return 0;

@@ -55,7 +55,13 @@ from ecs_engine.snapshot import (
     take_snapshot,
 )
 from ecs_engine.statehash import state_hash
-from ecs_engine.storage import ComponentStore, LayoutClock, few_removal_plan, removal_plan
+from ecs_engine.storage import (
+    CHUNK_ROWS,
+    ComponentStore,
+    LayoutClock,
+    few_removal_plan,
+    removal_plan,
+)
 
 if TYPE_CHECKING:
     from ecs_engine.lookahead import KeyLookahead
@@ -1376,4 +1382,4 @@ class World(_QueryState):
 
 
 QUERY_BLOCKS_IN_C = queryblock.install(World, _QueryState, Query, QueryPlan, LayoutClock,
-                                       NO_KEYS)
+                                       NO_KEYS, ComponentStore, CHUNK_ROWS)

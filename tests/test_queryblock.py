@@ -177,10 +177,11 @@ def test_enter_and_exit_by_hand() -> None:
 def test_installing_twice_keeps_the_python_methods_as_the_slow_paths() -> None:
     from ecs_engine import queryblock
     from ecs_engine.query import NO_KEYS, Query, QueryPlan
-    from ecs_engine.storage import LayoutClock
+    from ecs_engine.storage import CHUNK_ROWS, ComponentStore, LayoutClock
     from ecs_engine.world import _QueryState
 
-    installed = queryblock.install(World, _QueryState, Query, QueryPlan, LayoutClock, NO_KEYS)
+    installed = queryblock.install(World, _QueryState, Query, QueryPlan, LayoutClock, NO_KEYS,
+                                   ComponentStore, CHUNK_ROWS)
     assert installed == world_module.QUERY_BLOCKS_IN_C
     world = make()
     q = world.query(A)
@@ -188,6 +189,12 @@ def test_installing_twice_keeps_the_python_methods_as_the_slow_paths() -> None:
         with q:  # a nested block takes the slow path: it must not call itself
             assert len(q) == 5
     assert not world._deferring
+    world.spawn(A(x=9.0))  # A alone: (A, B) is gathered, its columns take the slow paths
+    with world.query(A, B) as q:
+        q[A]["x"] += 1
+        assert q.unstructured(A).shape == (5, 1)
+    with world.query(A, B, readonly=(A, B)) as q:
+        assert q[A]["x"].tolist() == [1, 2, 3, 4, 5]
 
 
 def test_keyword_queries_reuse_their_plan_and_query() -> None:
@@ -301,4 +308,105 @@ def test_a_failed_configure_changes_nothing() -> None:
     for _ in range(3):
         with world.query(A, B) as q:
             assert len(q) == 5
+    assert not world._deferring
+
+
+@component
+class Pair:
+    a: np.float64 = 0.0
+    b: np.float64 = 0.0
+
+
+@component
+class Mixed:
+    a: np.float64 = 0.0
+    n: np.int32 = 0
+
+
+def test_a_column_counts_as_a_write_to_its_rows_a_read_only_one_does_not() -> None:
+    world = make()
+    store = world._stores[A]
+    before = store.data_version
+    with world.query(A, readonly=(A,)) as q:
+        assert not q[A].flags.writeable
+    assert store.data_version == before
+    with world.query(A) as q:
+        column = q[A]
+        assert column is q[A] and column.flags.writeable  # taken once per block
+        assert store.data_version > before
+        assert store.chunk_versions[0] == store.data_version
+        column["x"] += 1
+    assert not column.flags.writeable  # dead after the block
+    assert world._stores[A].data["x"][:5].tolist() == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("how", ["column", "unstructured"])
+def test_a_column_over_several_chunks_marks_each_of_them(how: str) -> None:
+    from ecs_engine.storage import CHUNK_ROWS
+
+    world = World()
+    count = 2 * CHUNK_ROWS + 7
+    world.spawn_batch(Pair(a=np.arange(count, dtype=np.float64)), count=count)
+    store = world._stores[Pair]
+    store.touch_rows(0, 1)  # chunk 0 ahead of the others
+    with world.query(Pair) as q:
+        taken = q[Pair] if how == "column" else q.unstructured(Pair)
+        assert len(taken) == count
+    assert store.chunk_versions.tolist() == [store.data_version] * 3
+    assert not taken.flags.writeable
+
+
+def test_unstructured_views_share_the_store_and_follow_readonly() -> None:
+    world = World()
+    world.spawn_batch(Pair(a=np.arange(4.0), b=1.0), count=4)
+    with world.query(Pair) as q:
+        flat = q.unstructured(Pair)
+        assert flat.shape == (4, 2) and flat.flags.writeable
+        flat += 1
+    assert not flat.flags.writeable
+    with world.query(Pair, readonly=(Pair,)) as q:
+        frozen = q.unstructured(Pair)
+        assert frozen[:, 0].tolist() == [1, 2, 3, 4] and not frozen.flags.writeable
+        assert frozen[:, 1].tolist() == [2, 2, 2, 2]
+
+
+def test_column_errors_are_the_python_methods() -> None:
+    world = make()
+    world.spawn(Mixed())
+    with world.query(A) as q:
+        with pytest.raises(KeyError, match="is not part of this query"):
+            q[B]
+        with pytest.raises(TypeError):
+            q[[A]]  # type: ignore[index]  # (unhashable)
+        with pytest.raises(TypeError):
+            q.__getitem__()  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            q.unstructured(A, A)  # type: ignore[call-arg]
+    with pytest.raises(RuntimeError, match="inside a with-block"):
+        q[A]
+    with pytest.raises(RuntimeError, match="inside a with-block"):
+        q.unstructured(A)
+    with world.query(Mixed) as q2:
+        with pytest.raises(TypeError, match="no single field dtype"):
+            q2.unstructured(Mixed)
+
+
+def test_a_key_whose_hash_changes_the_query_does_not_crash_it() -> None:
+    world = make()
+    q = world.query(A)
+
+    class Meta(type):
+        def __hash__(cls) -> int:
+            q._plan.rows.clear()  # the plan's rows go while C looks them up
+            q._plan.store_of.clear()
+            return 1
+
+    class Odd(metaclass=Meta):
+        pass
+
+    with q:
+        with pytest.raises((KeyError, TypeError)):
+            q[Odd]
+        with pytest.raises((KeyError, TypeError)):
+            q.unstructured(Odd)
     assert not world._deferring
