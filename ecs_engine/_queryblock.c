@@ -29,10 +29,12 @@ typedef struct {
     int columns_configured;
     PyTypeObject *store_type, *array_type;
     Py_ssize_t p_rows, p_store_of, p_readonly;
+    Py_ssize_t p_prefix, p_prefix_lead, p_prefix_keys, p_prefix_size, p_stores;
     long chunk_rows;
     PyObject *slow_getitem, *slow_unstructured;
     PyObject *data_name, *frozen_name, *flat_name, *frozen_flat_name, *versions_name;
     PyObject *data_version_name, *chunk_marks_name, *mark_chunks_name;
+    PyObject *entities_name, *n_name, *owner_name, *group_size_name;
 } State;
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
@@ -105,6 +107,10 @@ clear_columns(State *st)
     Py_CLEAR(st->data_version_name);
     Py_CLEAR(st->chunk_marks_name);
     Py_CLEAR(st->mark_chunks_name);
+    Py_CLEAR(st->entities_name);
+    Py_CLEAR(st->n_name);
+    Py_CLEAR(st->owner_name);
+    Py_CLEAR(st->group_size_name);
 }
 
 static int
@@ -220,10 +226,10 @@ configured_state(PyObject *module)
 
 PyDoc_STRVAR(configure_columns_doc,
 "configure_columns(store_type, array_type, chunk_rows, slow_getitem, slow_unstructured)\n\n"
-"Name the store class whose attributes the column fast paths read (ComponentStore),\n"
-"numpy's ndarray, the rows per versioned chunk of a store, and the Python methods that\n"
-"do the whole job when a fast path does not apply (Query.__getitem__ and\n"
-"Query.unstructured). After configure(), from queryblock.py.");
+"Name the store class whose attributes the column fast paths and the prefix-plan check\n"
+"read (ComponentStore), numpy's ndarray, the rows per versioned chunk of a store, and the\n"
+"Python methods that do the whole job when a fast path does not apply (Query.__getitem__\n"
+"and Query.unstructured). After configure(), from queryblock.py.");
 
 static PyObject *
 configure_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -249,22 +255,30 @@ configure_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "configure_columns: chunk_rows must be > 0");
         return NULL;
     }
-    Py_ssize_t rows = slot_offset(st->plan_type, "rows");
-    Py_ssize_t store_of = rows < 0 ? -1 : slot_offset(st->plan_type, "store_of");
-    Py_ssize_t readonly = store_of < 0 ? -1 : slot_offset(st->plan_type, "readonly");
-    if (readonly < 0) {
-        return NULL;
+    struct { Py_ssize_t *at; const char *name; } slots[] = {
+        {&st->p_rows, "rows"}, {&st->p_store_of, "store_of"}, {&st->p_readonly, "readonly"},
+        {&st->p_prefix, "_prefix"}, {&st->p_prefix_lead, "_prefix_lead"},
+        {&st->p_prefix_keys, "_prefix_keys"}, {&st->p_prefix_size, "_prefix_size"},
+        {&st->p_stores, "stores"}};
+    enum { NSLOTS = sizeof(slots) / sizeof(slots[0]) };
+    Py_ssize_t offsets[NSLOTS];
+    for (size_t i = 0; i < NSLOTS; i++) {  /* all found before any is used */
+        offsets[i] = slot_offset(st->plan_type, slots[i].name);
+        if (offsets[i] < 0) {
+            return NULL;
+        }
     }
     clear_columns(st);
-    st->p_rows = rows;
-    st->p_store_of = store_of;
-    st->p_readonly = readonly;
+    for (size_t i = 0; i < NSLOTS; i++) {
+        *slots[i].at = offsets[i];
+    }
     st->chunk_rows = chunk_rows;
     struct { PyObject **at; const char *name; } names[] = {
         {&st->data_name, "data"}, {&st->frozen_name, "frozen"}, {&st->flat_name, "flat"},
         {&st->frozen_flat_name, "frozen_flat"}, {&st->versions_name, "_versions"},
         {&st->data_version_name, "data_version"}, {&st->chunk_marks_name, "chunk_marks"},
-        {&st->mark_chunks_name, "_mark_chunks"}};
+        {&st->mark_chunks_name, "_mark_chunks"}, {&st->entities_name, "entities"},
+        {&st->n_name, "n"}, {&st->owner_name, "owner"}, {&st->group_size_name, "group_size"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         *names[i].at = PyUnicode_InternFromString(names[i].name);
         if (*names[i].at == NULL) {
@@ -577,9 +591,53 @@ set_block_count(State *st, PyObject *world, long count)
     return 0;
 }
 
+/* Whether a prefix plan's rows still hold though the layout clock moved (as
+ * Query.__enter__ checks in Python): its rows are [0, size) of its first store's key
+ * array, and that array and the size its lead store gives (all of it, or the prefix of
+ * the group that owns it) are those it resolved with. 1: they hold; 0: the Python
+ * method decides (no exception set). */
+static int
+prefix_holds(State *st, PyObject *plan)
+{
+    if (!st->columns_configured) {
+        return 0;
+    }
+    PyObject *prefix = SLOT(plan, st->p_prefix), *lead = SLOT(plan, st->p_prefix_lead);
+    PyObject *stores = SLOT(plan, st->p_stores), *keys = SLOT(plan, st->p_prefix_keys);
+    PyObject *size = SLOT(plan, st->p_prefix_size);
+    if (prefix == NULL || prefix == Py_None || lead == NULL || stores == NULL
+            || keys == NULL || size == NULL || !PyLong_CheckExact(size)
+            || !PyTuple_CheckExact(stores) || PyTuple_GET_SIZE(stores) == 0) {
+        return 0;
+    }
+    PyObject *first = PyTuple_GET_ITEM(stores, 0);
+    if (Py_TYPE(first) != st->store_type || Py_TYPE(lead) != st->store_type) {
+        return 0;  /* (exact stores: reading their plain attributes runs no Python code) */
+    }
+    PyObject *entities = PyObject_GetAttr(first, st->entities_name);
+    int same = entities == keys;
+    Py_XDECREF(entities);
+    PyObject *rows = NULL;
+    if (same && prefix == lead) {
+        rows = PyObject_GetAttr(lead, st->n_name);
+    }
+    else if (same) {
+        PyObject *owner = PyObject_GetAttr(lead, st->owner_name);
+        if (owner == prefix) {
+            rows = PyObject_GetAttr(lead, st->group_size_name);
+        }
+        Py_XDECREF(owner);
+    }
+    int holds = rows != NULL && PyLong_CheckExact(rows)
+        && PyObject_RichCompareBool(rows, size, Py_EQ) == 1;  /* (exact ints) */
+    Py_XDECREF(rows);
+    PyErr_Clear();
+    return holds;
+}
+
 /* Query.__enter__: a block of a plan whose rows stand (no store moved rows since it
- * resolved, and it is aligned or settled) only takes the plan's keys and counts itself
- * open. */
+ * resolved, and it is aligned or settled; or a prefix plan whose prefix holds) only
+ * takes the plan's keys and counts itself open. */
 static PyObject *
 enter(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -612,13 +670,16 @@ enter(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     if (stamp == NULL || now == NULL) {
         goto slow;
     }
-    if (stamp != now) {  /* (exact ints: comparing them runs no Python code) */
-        if (!PyLong_CheckExact(stamp) || !PyLong_CheckExact(now)
-                || PyObject_RichCompareBool(stamp, now, Py_EQ) != 1) {
+    int current = stamp == now;
+    if (!current && PyLong_CheckExact(stamp) && PyLong_CheckExact(now)) {
+        current = PyObject_RichCompareBool(stamp, now, Py_EQ) == 1;  /* (exact ints) */
+    }
+    if (current) {
+        if (SLOT(plan, st->p_aligned) != Py_True && SLOT(plan, st->p_settled) != Py_True) {
             goto slow;
         }
     }
-    if (SLOT(plan, st->p_aligned) != Py_True && SLOT(plan, st->p_settled) != Py_True) {
+    else if (!PyLong_CheckExact(now) || !prefix_holds(st, plan)) {
         goto slow;
     }
     PyObject *entities = SLOT(plan, st->p_entities);
@@ -628,6 +689,9 @@ enter(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     }
     if (set_block_count(st, world, count + 1) < 0) {
         return NULL;
+    }
+    if (!current) {  /* (checked now: the next blocks take the clock's comparison) */
+        set_slot(plan, st->p_stamp, now);
     }
     set_slot(q, st->q_in, world);
     set_slot(q, st->q_entities, entities);

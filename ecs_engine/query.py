@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from ecs_engine.world import World
 
 
-def _readonly(arr: np.ndarray) -> np.ndarray:
-    view = arr.view()
-    view.flags.writeable = False
-    return view
+def _readonly(fresh: np.ndarray) -> np.ndarray:
+    """``fresh`` (an index's result: no one else holds it) made read-only, in place."""
+    fresh.setflags(write=False)  # (half the cost of a view plus `flags.writeable = False`)
+    return fresh
 
 
 # Rows depend on a store's layout and group prefix; whether a gathered plan nests a
