@@ -99,3 +99,24 @@ def test_a_prefix_checked_after_another_stores_change_is_noted_for_the_clock() -
     world.spawn(A(v=9))  # A's own rows: the prefix grows
     with world.query(A) as q:
         assert q[A]["v"].tolist() == [0, 1, 2, 3, 9]
+
+
+def test_a_group_prefix_checked_after_another_stores_change_is_noted_for_the_clock() -> None:
+    world = World()
+    world.group(A, B)
+    keys = world.spawn_batch(A(v=np.arange(3)), B(v=7), count=3).tolist()
+    alone = world.spawn(A(v=50))  # A alone: outside the group's prefix
+    with world.query(A, B) as q:
+        plan = q._plan
+        assert q.entities.tolist() == keys
+    world.spawn(C(v=1))  # another store's rows: the clock moves, the prefix stands
+    assert plan._stamp != plan._clock.stamp
+    with world.query(A, B) as q:
+        assert q.entities.tolist() == keys and q[A]["v"].tolist() == [0, 1, 2]
+    assert plan._stamp == plan._clock.stamp
+    world.add(alone, B(v=8))  # the A-only entity joins the group
+    with world.query(A, B) as q:
+        assert sorted(q[A]["v"].tolist()) == [0, 1, 2, 50]
+    world.despawn(keys[0])  # the group shrinks
+    with world.query(A, B) as q:
+        assert sorted(q[A]["v"].tolist()) == [1, 2, 50]
