@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from ecs_engine.entity import KEY_DTYPE, SLOT_BITS
 from ecs_engine.group import Group, nested_outer
 from ecs_engine.memcopy import address_of, as_bytes, pack_copies, root_of, take_over
+from ecs_engine.native import c_function
 from ecs_engine.plaincopy import copy_resources
 from ecs_engine.slotmap import PreparedSlots, SlotTable
 from ecs_engine.storage import CHUNK_ROWS, ComponentStore
@@ -30,20 +30,10 @@ if TYPE_CHECKING:
     from ecs_engine.world import World
 
 
-def _c_key_check() -> Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], int] | None:
-    """The one-pass key check in C (``_keyindex.c``; setup.py builds it where a C compiler
-    is), or None: then ``live_keys`` and ``_index_live_keys`` take numpy passes that give
-    the same answers (also with ``ECS_NO_C=1`` in the environment)."""
-    if os.environ.get("ECS_NO_C"):
-        return None
-    try:
-        from ecs_engine._keyindex import index_slot_keys
-    except ImportError:
-        return None
-    return index_slot_keys
-
-
-_index_in_one_pass = _c_key_check()
+# The one-pass key check in C (``_keyindex.c``), or None: then ``live_keys`` and
+# ``_index_live_keys`` take numpy passes that give the same answers.
+_index_in_one_pass: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], int] | None = (
+    c_function("_keyindex", "index_slot_keys"))
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:

@@ -13,11 +13,16 @@ import numpy as np
 from ecs_engine.component import ComponentSchema
 from ecs_engine.entity import KEY_DTYPE, SLOT_MASK, key_slots
 from ecs_engine.memcopy import copy_into
+from ecs_engine.native import c_function
 
 if TYPE_CHECKING:  # group.py imports this module
     from ecs_engine.group import Group
 
 CHUNK_ROWS = 32768  # rows per versioned chunk: snapshots share unchanged chunks
+# Removing many rows in one pass in C (``_removal.c``), or None: ``removal_plan`` and
+# ``remove_runs`` then move the same rows with numpy.
+_remove_slots: Any | None = c_function("_removal", "remove_slots")
+REMOVES_IN_C = _remove_slots is not None
 PARENT_LINK = "ChildOf"
 """The hierarchy's component: only ``world.set_parent`` writes it (cycle and depth checks)."""
 
@@ -590,6 +595,20 @@ class ComponentStore:
             self.sparse[key_slots(moved)] = holes  # (rows fit the int32 index)
         self.n = bounds[-1] - cut[-1]
         self.touch_layout()
+
+    def remove_slots(self, slots: np.ndarray, bounds: list[int]) -> list[int] | None:
+        """Remove the rows of the entities in ``slots`` (distinct, int64; slots the store
+        does not hold are skipped) from runs ending at ``bounds`` (as ``remove_runs``),
+        in one pass in C: the same rows move as with ``removal_plan`` and
+        ``remove_runs``. Returns the plan's ``cut``, or None when the store held none of
+        them (nothing changed). Only where ``REMOVES_IN_C``."""
+        assert _remove_slots is not None
+        cut: list[int] | None = _remove_slots(self.data, self.entities, self.sparse, slots,
+                                              bounds)
+        if cut is not None:
+            self.n = bounds[-1] - cut[-1]
+            self.touch_layout()
+        return cut
 
     def move_rows(self, current: np.ndarray, targets: np.ndarray) -> None:
         """Move row ``current[j]`` to ``targets[j]`` (a contiguous range); displaced rows

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecs_engine import hierarchy, queryblock
+from ecs_engine import hierarchy, queryblock, storage
 from ecs_engine.batch import alive_mask, get_batch, set_batch
 from ecs_engine.blueprint import Blueprint, Instance, extract, instantiate
 from ecs_engine.component import (
@@ -822,8 +822,19 @@ class World(_QueryState):
         # the last removal plan, with its bounds and rows: the next store of the same
         # group (aligned rows, the same runs) uses it again
         last: tuple[list[int], bytes, tuple[np.ndarray, np.ndarray, list[int]]] | None = None
+        in_c = storage.REMOVES_IN_C
         for store in self._stores.values():
             if store.n == 0:
+                continue
+            if in_c:  # (the plan found and applied in one pass: the same rows move)
+                owner = store.owner
+                levels = owner.chain()[::-1] if owner is not None else []
+                bounds = [g.size for g in levels]
+                bounds.append(store.n)
+                cut = store.remove_slots(slots, bounds)
+                if cut is not None:
+                    for level, removed in zip(levels, cut[:-1], strict=True):
+                        shrunk[level] = level.size - removed
                 continue
             rows = store.rows_of(slots)
             has = rows >= 0

@@ -1,0 +1,23 @@
+"""The optional C parts: a function from one of the extensions ``setup.py`` builds.
+
+Each C part has a numpy or Python path that gives the same answers; a part is used only
+where its extension was built and ``ECS_NO_C`` is not set in the environment (which
+forces every such path, for tests and comparisons).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+
+def c_function(module: str, name: str) -> Any | None:
+    """``ecs_engine.<module>.<name>``, or None where that extension is missing or
+    ``ECS_NO_C`` is set."""
+    if os.environ.get("ECS_NO_C"):
+        return None
+    try:
+        return getattr(importlib.import_module(f"ecs_engine.{module}"), name)
+    except ImportError:
+        return None
