@@ -349,10 +349,12 @@ find_column(State *st, PyObject *q, PyObject *ctype, Column *col)
             || !PyList_CheckExact(writable)) {
         return 0;
     }
-    /* (held through the lookups: hashing a key may run Python code) */
+    /* (held through the lookups: hashing or comparing a key may run Python code, which
+     * may replace any of them, e.g. close the block) */
     Py_INCREF(rows_of);
     Py_INCREF(store_of);
     Py_INCREF(readonly);
+    Py_INCREF(writable);
     PyObject *rows = PyDict_GetItemWithError(rows_of, ctype);
     Py_XINCREF(rows);
     PyObject *store = rows == NULL ? NULL : PyDict_GetItemWithError(store_of, ctype);
@@ -361,8 +363,10 @@ find_column(State *st, PyObject *q, PyObject *ctype, Column *col)
     Py_DECREF(rows_of);
     Py_DECREF(store_of);
     Py_DECREF(readonly);
-    if (ro < 0 || Py_TYPE(store) != st->store_type || Py_TYPE(rows) != &PySlice_Type) {
-        goto pass;
+    if (ro < 0 || Py_TYPE(store) != st->store_type || Py_TYPE(rows) != &PySlice_Type
+            || writable != SLOT(q, st->q_writable) || SLOT(q, st->q_in) != open
+            || SLOT(q, st->q_plan) != plan) {
+        goto pass;  /* (also when that code changed the block: Python does it all) */
     }
     PySliceObject *slice = (PySliceObject *)rows;
     if (slice->step != Py_None || !PyLong_CheckExact(slice->start)
@@ -373,7 +377,6 @@ find_column(State *st, PyObject *q, PyObject *ctype, Column *col)
     if (PyErr_Occurred() || start < 0 || stop < 0) {
         goto pass;
     }
-    Py_INCREF(writable);
     col->store = store;
     col->rows = rows;
     col->writable = writable;
@@ -385,6 +388,7 @@ pass:
     PyErr_Clear();
     Py_XDECREF(rows);
     Py_XDECREF(store);
+    Py_DECREF(writable);
     return 0;
 }
 

@@ -410,3 +410,41 @@ def test_a_key_whose_hash_changes_the_query_does_not_crash_it() -> None:
         with pytest.raises((KeyError, TypeError)):
             q.unstructured(Odd)
     assert not world._deferring
+
+
+@pytest.mark.parametrize("change", ["writable", "exit"])
+@pytest.mark.parametrize("how", ["column", "unstructured"])
+def test_a_key_whose_compare_changes_the_block_is_handled_as_in_python(change: str,
+                                                                        how: str) -> None:
+    """A key equal to a queried type whose ``__eq__`` replaces the block's column list
+    (or closes the block) while C looks it up: no crash, and the column is frozen at the
+    block's end as in Python (a freed list once took it, and it stayed writable)."""
+    world = World(auto_group=False)
+    world.spawn_batch(Pair(a=np.arange(5.0)), Mixed(), count=5)
+    q = world.query(Pair, Mixed)
+    done: list[bool] = []
+
+    class Key:
+        def __hash__(self) -> int:
+            return hash(Pair)
+
+        def __eq__(self, other: object) -> bool:
+            if other is Pair and not done:
+                done.append(True)
+                if change == "writable":
+                    q._writable = []
+                else:
+                    q.__exit__(None, None, None)
+            return other is Pair
+
+    taken: list[np.ndarray] = []
+    try:
+        with q:
+            q[Mixed]  # the block's column list holds one column
+            taken.append(q[Key()] if how == "column"  # type: ignore[index]
+                         else q.unstructured(Key()))  # type: ignore[arg-type]
+    except RuntimeError:
+        assert change == "exit"  # (the block was closed under it: Python says so)
+    if taken and change == "writable":
+        assert not taken[0].flags.writeable
+    assert not world._deferring
