@@ -46,8 +46,9 @@ below(const Py_ssize_t *rows, Py_ssize_t from, Py_ssize_t k, Py_ssize_t bound)
 PyDoc_STRVAR(remove_slots_doc,
 "remove_slots(data, entities, sparse, slots, bounds) -> list[int] | None\n\n"
 "Remove the rows of the entities in `slots` (distinct int64 slots) from a store:\n"
-"`data` is its rows (a 1-d array, any dtype: rows move as bytes), `entities` its keys\n"
-"(uint64), `sparse` its slot -> row index (int32, -1: absent), `bounds` its runs' ends\n"
+"`data` is its rows (a 1-d array of any dtype, a tag's empty rows too: rows move as\n"
+"bytes), `entities` its keys (uint64), `sparse` its slot -> row index (int32, -1:\n"
+"absent), `bounds` its runs' ends\n"
 "(ascending ints, the last its row count). Slots the store does not hold are skipped.\n"
 "Rows move as storage.removal_plan moves them; sparse follows. Returns the plan's\n"
 "`cut` (how many removed rows lay below each bound), or None when the store held none\n"
@@ -100,7 +101,7 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int taken = 0;
     if (PyObject_GetBuffer(args[0], &views[0], PyBUF_WRITABLE | PyBUF_ND) == 0) {
         taken = 1;
-        if (views[0].ndim != 1 || views[0].itemsize <= 0) {
+        if (views[0].ndim != 1 || views[0].itemsize < 0) {
             PyErr_SetString(PyExc_ValueError, "remove_slots: data must be a 1-d array");
         }
         else {
