@@ -46,10 +46,10 @@ below(const Py_ssize_t *rows, Py_ssize_t from, Py_ssize_t k, Py_ssize_t bound)
 PyDoc_STRVAR(remove_slots_doc,
 "remove_slots(data, entities, sparse, slots, bounds) -> list[int] | None\n\n"
 "Remove the rows of the entities in `slots` (distinct int64 slots) from a store:\n"
-"`data` is its rows (a 1-d array of any dtype, a tag's empty rows too: rows move as\n"
-"bytes), `entities` its keys (uint64), `sparse` its slot -> row index (int32, -1:\n"
-"absent), `bounds` its runs' ends\n"
-"(ascending ints, the last its row count). Slots the store does not hold are skipped.\n"
+"`data` is its rows (a 1-d numpy array of plain values, a tag's empty rows too: rows\n"
+"move as bytes, padding included), `entities` its keys (uint64), `sparse` its slot ->\n"
+"row index (int32, -1: absent), none overlapping, `bounds` its runs' ends (ascending\n"
+"ints, the last its row count). Slots the store does not hold are skipped.\n"
 "Rows move as storage.removal_plan moves them; sparse follows. Returns the plan's\n"
 "`cut` (how many removed rows lay below each bound), or None when the store held none\n"
 "of the slots (nothing changed). ValueError, with nothing changed, for an index that\n"
@@ -96,7 +96,24 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(bounds_seq);
     Py_ssize_t n = bounds[runs - 1];
 
-    /* the rows as items of their own size (no format: any dtype's rows are bytes) */
+    /* Rows move as bytes: a dtype holding Python objects would move references
+     * without counting them. */
+    PyObject *dtype = PyObject_GetAttrString(args[0], "dtype");
+    PyObject *refs = dtype == NULL ? NULL : PyObject_GetAttrString(dtype, "hasobject");
+    Py_XDECREF(dtype);
+    int has_refs = refs == NULL ? -1 : PyObject_IsTrue(refs);
+    Py_XDECREF(refs);
+    if (has_refs != 0) {
+        PyMem_Free(bounds);
+        if (has_refs > 0 || PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError,
+                            "remove_slots: data must be a numpy array of plain values");
+        }
+        return NULL;
+    }
+    /* the rows as items of their own size (no format: any plain dtype's rows are bytes,
+     * padding included) */
     Py_buffer views[4];
     int taken = 0;
     if (PyObject_GetBuffer(args[0], &views[0], PyBUF_WRITABLE | PyBUF_ND) == 0) {
@@ -135,6 +152,15 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (n > capacity || views[0].shape[0] < n) {
         PyErr_SetString(PyExc_ValueError, "remove_slots: the row count exceeds the arrays");
         goto done;
+    }
+    for (int i = 0; i < 3; i++) {  /* (a move must not rewrite a key or the index) */
+        for (int j = i + 1; j < 4; j++) {
+            const char *a = views[i].buf, *b = views[j].buf;
+            if (views[i].len && views[j].len && a < b + views[j].len && b < a + views[i].len) {
+                PyErr_SetString(PyExc_ValueError, "remove_slots: the arrays overlap");
+                goto done;
+            }
+        }
     }
 
     /* The rows the store holds of those slots, checked before anything changes. */

@@ -817,6 +817,8 @@ class World(_QueryState):
         if self._flushing:  # a deferred despawn: an earlier one may have taken these keys
             keys = keys[self._slots.alive_mask(keys)]  # along with an ancestor's subtree
         keys = hierarchy.with_descendants(self, keys)  # unchanged when nobody has a parent
+        if not len(keys):  # (e.g. a deferred despawn of nothing: no store moves)
+            return
         slots = key_slots(keys)
         shrunk: dict[Group, int] = {}  # each group's size once the keys are gone
         # the last removal plan, with its bounds and rows: the next store of the same

@@ -146,3 +146,37 @@ def test_a_world_despawns_to_the_same_layout_with_or_without_it(
         assert worlds[True].state_hash() == worlds[False].state_hash()
     with worlds[True].query(Pair, FiveBytes, OneByte) as q:
         assert q.aligned
+
+
+@needs_c
+def test_the_private_function_refuses_arrays_it_cannot_move_as_bytes() -> None:
+    from ecs_engine._removal import remove_slots
+
+    keys = np.array([1 << 32 | 0, 1 << 32 | 1], np.uint64)
+    sparse = np.array([0, 1], np.int32)
+    slots = np.array([0], np.int64)
+    objects = np.array([object(), object()], dtype=object)
+    with pytest.raises(ValueError, match="plain values"):
+        remove_slots(objects, keys, sparse, slots, [2])  # (references moved uncounted)
+    shared = np.zeros(4, np.uint64)
+    with pytest.raises(ValueError, match="overlap"):
+        remove_slots(shared.view(np.uint8), shared[2:], sparse, slots, [2])
+    assert keys.tolist() == [1 << 32, 1 << 32 | 1] and sparse.tolist() == [0, 1]
+
+
+def test_despawning_nothing_moves_nothing_on_either_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty batch (here deferred inside a block) changes no version on either path
+    (the numpy path once moved every grouped store's versions for it)."""
+    for in_c in (True, False) if storage.REMOVES_IN_C else (False,):
+        monkeypatch.setattr(storage, "REMOVES_IN_C", in_c)
+        world = World(seed=1)
+        world.group(Pair, FiveBytes)
+        world.spawn_batch(Pair(), FiveBytes(), count=30)
+        store = world._stores[Pair]
+        before = (store.layout_version, store.data_version, world._layout_clock.stamp)
+        with world.query(OneByte) as q:
+            world.despawn_batch([])
+            assert len(q) == 0
+        assert (store.layout_version, store.data_version,
+                world._layout_clock.stamp) == before
