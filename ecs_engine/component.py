@@ -602,6 +602,16 @@ class ComponentBase:
         if not values:
             return [schema.default_row] * n
         narrow = schema.narrow_floats
+        if n == 1:  # (one row: the tuple itself, no columns to zip)
+            row: list[Any] = []
+            for name, default in zip(schema.field_names, schema.default_row, strict=True):
+                value = values.get(name, default)
+                if isinstance(value, np.ndarray) and value.ndim:
+                    value = value.item()  # a batch of one: its exact Python scalar
+                    if name in narrow and value != value:
+                        return None  # a NaN: _write_row keeps its bits
+                row.append(value)
+            return [tuple(row)]
         columns: list[Any] = []
         for name, default in zip(schema.field_names, schema.default_row, strict=True):
             value = values.get(name, default)

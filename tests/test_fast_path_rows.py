@@ -234,6 +234,8 @@ SNAN16 = np.array([0x7C01, 0x7E00, 0xFD01, 0x3C00], np.uint16).view(np.float16)
     lambda w: w.spawn_batch(Narrow(a=SNAN32[:2], c=np.arange(2, dtype=np.int32))),
     lambda w: w.spawn_batch(Narrow(a=SNAN32[0], b=SNAN16[2]), count=3),
     lambda w: w.spawn_batch(Narrow(b=SNAN16[:3]), A(), count=3),
+    lambda w: w.spawn_batch(Narrow(a=SNAN32[:1], b=SNAN16[2:3])),  # a batch of one row
+    lambda w: w.spawn_batch(Narrow(a=SNAN32[3:], c=np.ones(1, np.int32)), A()),
 ])
 def test_signalling_nans_keep_their_bits_on_the_fast_paths(
         call: Callable[[World], Any]) -> None:
