@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -227,3 +228,53 @@ def test_ecs_no_c_takes_the_numpy_path() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "ECS_NO_C": "1"}, check=True).stdout
     assert out.split() == ["None", "False", "False"]
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_batchs_key_check_in_c_matches_numpy(data: st.DataObject) -> None:
+    """World._check_alive_batch with the one-pass C check and without it: the same keys
+    back, or the same error (alive and distinct; dead, stale, foreign, repeated keys)."""
+    from ecs_engine import world as world_module
+
+    world = World(seed=1)
+    count = data.draw(st.integers(1, 300))
+    keys = world.spawn_batch(Tag(n=np.zeros(count, np.int32)), count=count).tolist()
+    dead = data.draw(st.lists(st.sampled_from(keys), unique=True, max_size=count // 2))
+    world.despawn_batch(dead)
+    pool = keys + [k + (1 << 32) for k in keys[:5]] + [len(keys) + 7, 1 << 40]
+    batch = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=400))
+    if data.draw(st.booleans()):  # (a big batch: the C bitmap instead of a sort)
+        live = [k for k in keys if k not in set(dead)]
+        batch = live + data.draw(st.lists(st.sampled_from(live), max_size=2)) if live else batch
+    arr = np.array(batch, np.uint64)
+
+    def outcome(check: Any) -> Any:
+        world_module._live_distinct = check
+        try:
+            return world._check_alive_batch(arr, "despawn_batch").tolist()
+        except (KeyError, ValueError) as exc:
+            return type(exc), str(exc)
+
+    in_c = world_module._live_distinct
+    try:
+        assert outcome(in_c) == outcome(None)
+    finally:
+        world_module._live_distinct = in_c
+
+
+@needs_c
+def test_the_batch_key_check_refuses_what_it_cannot_read() -> None:
+    from ecs_engine._keyindex import live_distinct
+
+    gens = np.ones(4, np.uint32)
+    alive = np.ones(4, np.bool_)
+    keys = np.array([1 << 32 | 1, 1 << 32 | 2], np.uint64)
+    assert live_distinct(keys, gens, alive, 4) == 1
+    assert live_distinct(keys[[0, 0]].copy(), gens, alive, 4) == 2
+    assert live_distinct(keys, gens, alive, 2) == 0  # slot 2 past the high water
+    with pytest.raises(ValueError, match="high_water"):
+        live_distinct(keys, gens, alive, 5)
+    with pytest.raises(ValueError, match="uint64"):
+        live_distinct(keys.astype(np.int32), gens, alive, 4)
