@@ -9,8 +9,8 @@
  * the GIL from it.
  *
  * live_distinct checks a batch of keys a world call is given (World._check_alive_batch:
- * every batch despawn, add_batch, set_batch...) against the world's slot table: alive,
- * and each once. The numpy path takes ~10 calls (slots, bounds, two gathers, compares, a
+ * despawn_batch, add_batch, remove_batch, set_parent of many children, blueprint
+ * extraction) against the world's slot table: alive, and each once. The numpy path takes ~10 calls (slots, bounds, two gathers, compares, a
  * sort for repeats), ~20 us at a few hundred keys warm and several times that when the
  * rest of a frame has left numpy's code cold; here it is one loop.
  *
