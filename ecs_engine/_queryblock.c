@@ -441,22 +441,34 @@ touch_rows(State *st, PyObject *store, long start, long stop)
     return done;
 }
 
-/* The slice `col` names of the store's array `name` (data, frozen, flat, frozen_flat):
- * a new reference; NULL and no exception when that is not an ndarray (the Python path
- * then handles it), NULL and an exception on an error. */
+/* An aligned plan's view of ctype's store for q's open block: a slice of the store's
+ * array `frozen_name` when the query reads it only, else of `name` (data or flat), which
+ * goes on the block's list of columns to make read-only at its end and counts as a write
+ * to its rows (as in Python). A new reference; NULL and no exception when the fast path
+ * does not apply (the Python method then does the whole job), NULL and an exception on
+ * an error. */
 static PyObject *
-slice_of(State *st, Column *col, PyObject *name)
+aligned_view(State *st, PyObject *q, PyObject *ctype, PyObject *frozen_name,
+             PyObject *name)
 {
-    PyObject *source = PyObject_GetAttr(col->store, name);
-    if (source == NULL) {
+    Column col;
+    if (!find_column(st, q, ctype, &col)) {
         return NULL;
     }
-    PyObject *arr = NULL;
-    if (Py_TYPE(source) == st->array_type) {
-        arr = PyObject_GetItem(source, col->rows);
+    PyObject *view = NULL, *source = PyObject_GetAttr(col.store,
+                                                      col.readonly ? frozen_name : name);
+    if (source != NULL && Py_TYPE(source) == st->array_type) {  /* (else: Python's path) */
+        view = PyObject_GetItem(source, col.rows);
     }
-    Py_DECREF(source);
-    return arr;
+    Py_XDECREF(source);
+    if (view != NULL && !col.readonly
+            && (PyList_Append(col.writable, view) < 0
+                || (col.stop > col.start
+                    && touch_rows(st, col.store, col.start, col.stop) < 0))) {
+        Py_CLEAR(view);
+    }
+    release_column(&col);
+    return view;
 }
 
 /* Query.__getitem__: a column the block took already, or one of an aligned plan's (a
@@ -486,26 +498,13 @@ column(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames
             PyErr_Clear();  /* (unhashable: the Python method says what is wrong) */
         }
     }
-    Column col;
-    if (!find_column(st, q, ctype, &col)) {
-        goto slow;
-    }
-    PyObject *arr = slice_of(st, &col, col.readonly ? st->frozen_name : st->data_name);
+    PyObject *arr = aligned_view(st, q, ctype, st->frozen_name, st->data_name);
     if (arr == NULL) {
-        release_column(&col);
         if (PyErr_Occurred()) {
             return NULL;
         }
         goto slow;
     }
-    if (!col.readonly && (PyList_Append(col.writable, arr) < 0
-                          || (col.stop > col.start
-                              && touch_rows(st, col.store, col.start, col.stop) < 0))) {
-        release_column(&col);
-        Py_DECREF(arr);
-        return NULL;
-    }
-    release_column(&col);
     PyObject *cache = SLOT(q, st->q_cache);  /* (read again: touching ran code) */
     if (cache == NULL || !PyDict_CheckExact(cache)) {
         return arr;
@@ -535,28 +534,11 @@ flat_column(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kw
     if (nargs != 2 || kwnames != NULL) {
         return PyObject_Vectorcall(st->slow_unstructured, args, nargs, kwnames);
     }
-    Column col;
-    if (!find_column(st, args[0], args[1], &col)) {
-        goto slow;
+    PyObject *flat = aligned_view(st, args[0], args[1], st->frozen_flat_name, st->flat_name);
+    if (flat != NULL || PyErr_Occurred()) {
+        return flat;
     }
-    PyObject *flat = slice_of(st, &col, col.readonly ? st->frozen_flat_name : st->flat_name);
-    if (flat == NULL) {
-        release_column(&col);
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-        goto slow;  /* (fields of several dtypes: the Python method explains) */
-    }
-    if (!col.readonly && ((col.stop > col.start
-                           && touch_rows(st, col.store, col.start, col.stop) < 0)
-                          || PyList_Append(col.writable, flat) < 0)) {
-        release_column(&col);
-        Py_DECREF(flat);
-        return NULL;
-    }
-    release_column(&col);
-    return flat;
-slow:
+    /* (also fields of several dtypes, no flat array: the Python method explains) */
     return PyObject_Vectorcall(st->slow_unstructured, args, nargs, NULL);
 }
 

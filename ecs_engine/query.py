@@ -837,9 +837,9 @@ class Query:
         if ctype in plan.readonly:
             return store.frozen_flat[rows]  # type: ignore[index]
         flat = store.flat[rows]
+        self._writable.append(flat)  # read-only after the block, like the columns
         if rows.stop > rows.start:
             store.touch_rows(rows.start, rows.stop)
-        self._writable.append(flat)  # read-only after the block, like the columns
         return flat
 
     def _unstructured_column(self, ctype: type) -> np.ndarray:
