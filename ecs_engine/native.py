@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import importlib
 import os
+from types import ModuleType
 from typing import Any
 
 
-def c_function(module: str, name: str) -> Any | None:
-    """``ecs_engine.<module>.<name>``, or None where that extension is missing or
-    ``ECS_NO_C`` is set."""
+def c_module(module: str) -> ModuleType | None:
+    """The extension ``ecs_engine.<module>``, or None where it is missing or ``ECS_NO_C``
+    is set."""
     if os.environ.get("ECS_NO_C"):
         return None
     try:
-        return getattr(importlib.import_module(f"ecs_engine.{module}"), name)
+        return importlib.import_module(f"ecs_engine.{module}")
     except ImportError:
         return None
+
+
+def c_function(module: str, name: str) -> Any | None:
+    """``ecs_engine.<module>.<name>``, or None where that extension is not used."""
+    found = c_module(module)
+    return None if found is None else getattr(found, name)

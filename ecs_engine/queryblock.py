@@ -14,9 +14,9 @@ for everything else, so behaviour is the same either way. Without a C compiler, 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+
+from ecs_engine.native import c_module
 
 
 def install(world: type, state: type, query: type, plan: type, clock: type,
@@ -26,11 +26,8 @@ def install(world: type, state: type, query: type, plan: type, clock: type,
     World's slotted base holding the counters; ``store``: the class of the stores whose
     columns a query hands out, versioned per ``chunk_rows`` rows); False (nothing
     changed) where the extension is missing or switched off."""
-    if os.environ.get("ECS_NO_C"):
-        return False
-    try:
-        from ecs_engine import _queryblock
-    except ImportError:
+    _queryblock = c_module("_queryblock")
+    if _queryblock is None:
         return False
     if query.__dict__.get("__enter__") is _queryblock.enter:  # installed already (its
         return True  # Python methods are the slow paths: they must stay the Python ones)
