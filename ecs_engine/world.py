@@ -70,13 +70,13 @@ if TYPE_CHECKING:
 
 SystemFn = Callable[["World", float], Any]
 # Batches up to these sizes go row by row: numpy's per-call costs outweigh a few rows.
-# Measured (best of 200, 4 components, 1k-10k entities): spawn_batch's numpy path costs
-# ~25 us whatever the size, row by row ~10 us + ~3 us a row; despawn_batch ~65 us against
-# ~3 us a key.
 # A batch's keys checked alive and distinct in one pass in C (``_keyindex.c``), or None
 # (numpy: the same answers).
 _live_distinct: Callable[[np.ndarray, np.ndarray, np.ndarray, int], int] | None = c_function(
     "_keyindex", "live_distinct")
+# Measured (best of 200, 4 components, 1k-10k entities): spawn_batch's numpy path costs
+# ~25 us whatever the size, row by row ~10 us + ~3 us a row; despawn_batch ~65 us against
+# ~3 us a key.
 SMALL_SPAWN = 4
 SMALL_DESPAWN = 20
 MAX_QUERY_PLANS = 1024  # distinct query call shapes cached per world (systems use a few)
@@ -838,40 +838,37 @@ class World(_QueryState):
         for store in self._stores.values():
             if store.n == 0:
                 continue
-            if in_c:  # (the plan found and applied in one pass: the same rows move)
-                owner = store.owner
-                levels = owner.chain()[::-1] if owner is not None else []
-                bounds = [g.size for g in levels]
-                bounds.append(store.n)
-                cut = store.remove_slots(slots, bounds)
-                if cut is not None:
-                    for level, removed in zip(levels, cut[:-1], strict=True):
-                        shrunk[level] = level.size - removed
-                continue
-            rows = store.rows_of(slots)
-            has = rows >= 0
-            hits = np.count_nonzero(has)  # (a fifth of .all()'s and .any()'s cost)
-            if hits != len(rows):
-                if not hits:
-                    continue
-                rows = rows[has]
-            gone = slots if hits == len(slots) else slots[has]
-            owner = store.owner
-            if owner is None:
-                store.remove_rows(rows, gone)
-                continue
             # the store's runs: the prefixes of its owner and the groups nested in it
-            levels = owner.chain()[::-1]
+            # (innermost first), then its other rows
+            owner = store.owner
+            levels = owner.chain()[::-1] if owner is not None else []
             bounds = [g.size for g in levels]
             bounds.append(store.n)
-            held = rows.tobytes()
-            if last is not None and last[0] == bounds and last[1] == held:
-                plan = last[2]
+            if in_c:  # (the plan found and applied in one pass: the same rows move)
+                cut = store.remove_slots(slots, bounds)
+                if cut is None:
+                    continue
             else:
-                plan = removal_plan(rows, bounds)
-                last = (bounds, held, plan)
-            store.remove_runs(gone, bounds, plan)
-            for level, removed in zip(levels, plan[2][:-1], strict=True):
+                rows = store.rows_of(slots)
+                has = rows >= 0
+                hits = np.count_nonzero(has)  # (a fifth of .all()'s and .any()'s cost)
+                if hits != len(rows):
+                    if not hits:
+                        continue
+                    rows = rows[has]
+                gone = slots if hits == len(slots) else slots[has]
+                if owner is None:
+                    store.remove_rows(rows, gone)
+                    continue
+                held = rows.tobytes()
+                if last is not None and last[0] == bounds and last[1] == held:
+                    plan = last[2]
+                else:
+                    plan = removal_plan(rows, bounds)
+                    last = (bounds, held, plan)
+                store.remove_runs(gone, bounds, plan)
+                cut = plan[2]
+            for level, removed in zip(levels, cut[:-1], strict=True):
                 shrunk[level] = level.size - removed  # (the same in each of its stores)
         for group, size in shrunk.items():
             group._set_size(size)
