@@ -3,9 +3,10 @@
 ``ecs_engine._keyindex`` checks a load's entity keys in one pass (``_keyindex.c``);
 ``ecs_engine._queryblock`` opens and closes query blocks and takes their columns without
 a Python frame (``_queryblock.c``); ``ecs_engine._removal`` removes many entities' rows
-from a store in one pass (``_removal.c``). Optional: without a C compiler the install
-goes on and the engine takes its numpy and Python paths, which give the same answers,
-slower.
+from a store in one pass (``_removal.c``); ``ecs_engine._entityrows`` adds or removes one
+entity's rows in all its stores in one call (``_entityrows.c``). Optional: without a C
+compiler the install goes on and the engine takes its numpy and Python paths, which give
+the same answers, slower.
 """
 
 import os
@@ -19,4 +20,4 @@ setup(ext_modules=[Extension(f"ecs_engine.{name}", [f"ecs_engine/{name}.c"],
                              include_dirs=[np.get_include()],
                              depends=["ecs_engine/_buffers.h"],
                              optional=not os.environ.get("ECS_REQUIRE_C"))
-                   for name in ("_keyindex", "_queryblock", "_removal")])
+                   for name in ("_keyindex", "_queryblock", "_removal", "_entityrows")])

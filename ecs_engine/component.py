@@ -591,6 +591,12 @@ class ComponentBase:
         else:
             self._write_row(data, row)
 
+    def _one_row(self) -> tuple[Any, ...] | ComponentBase:
+        """The one row a single (not batched) component writes, as ``_row_tuples(1)``
+        gives it; the component itself when that is None (``_write_row`` writes it)."""
+        rows = self._row_tuples(1)
+        return self if rows is None else rows[0]
+
     def _row_tuples(self, n: int) -> list[tuple[Any, ...]] | None:
         """The ``n`` rows these values write (a batch's entries, or the one entity's row
         repeated) as tuples in field order, defaults filled in: each is one structured

@@ -74,6 +74,10 @@ SystemFn = Callable[["World", float], Any]
 # (numpy: the same answers).
 _live_distinct: Callable[[np.ndarray, np.ndarray, np.ndarray, int], int] | None = c_function(
     "_keyindex", "live_distinct")
+# One entity's rows added to or removed from all its stores in one call (``_entityrows.c``:
+# the rows ComponentStore.insert_chain and Group.remove_one move), or None (Python).
+_insert_entity: Callable[..., bool] | None = c_function("_entityrows", "insert_entity")
+_remove_entity: Callable[..., bool] | None = c_function("_entityrows", "remove_entity")
 # Measured (best of 200, 4 components, 1k-10k entities): spawn_batch's numpy path costs
 # ~25 us whatever the size, row by row ~10 us + ~3 us a row; despawn_batch ~65 us against
 # ~3 us a key.
@@ -368,6 +372,9 @@ class World(_QueryState):
         key, slot = slots.allocate_one()
         if len(slots.generations) != self._slot_capacity:
             self._cover_slots()
+        if _insert_entity is not None and _insert_entity(
+                picked, key, slot, [comp._one_row() for comp in components], 0, CHUNK_ROWS):
+            return key  # type: ignore[return-value]  # (as below)
         if lead is not None and (lead.inner is not None or lead.outer is not None):
             self._insert_nested(components, picked, lead.root, key, slot)
         elif lead is not None and owned == len(lead.stores):
@@ -483,16 +490,11 @@ class World(_QueryState):
         """``spawn_batch`` of a few entities (checked components, their ``stores``), one
         entity at a time: for small batches, numpy's per-call cost outweighs the rows.
         None (nothing done) where that would leave other rows than ``_attach``."""
-        # The groups the entities join (every store of theirs is given): in those stores
-        # each entity takes the row after the group's prefix, as in _spawn_one (the
-        # layout of an append and a swap into the prefix, in one move).
-        joined: list[Group] = []  # outermost first within each chain
-        for store in stores:
-            owner = store.owner
-            if owner is not None and owner.root not in joined:
-                joined += join_levels(stores, owner.root)
-        if joined and n > 1 and not self._inserts_exact(stores, joined, n):
-            return None
+        joined: list[Group] | None = None
+        if n > 1 or _insert_entity is None:
+            joined = self._joined_levels(stores)
+            if joined and n > 1 and not self._inserts_exact(stores, joined, n):
+                return None
         # Every row as a tuple in field order, converted once (None: a field with a
         # per-row shape, written by _write_row).
         rows = [comp._row_tuples(n) for comp in comps]
@@ -502,6 +504,14 @@ class World(_QueryState):
             key, slot = slots.allocate_one()
             if len(slots.generations) != self._slot_capacity:
                 self._cover_slots()
+            if _insert_entity is not None and _insert_entity(
+                    stores, key, slot, [comp if values is None else values[i]
+                                        for comp, values in zip(comps, rows, strict=True)],
+                    i, CHUNK_ROWS):
+                keys.append(key)
+                continue
+            if joined is None:
+                joined = self._joined_levels(stores)
             for comp, store, values in zip(comps, stores, rows, strict=True):
                 ats = insert_positions(store, joined)
                 if ats is not None:
@@ -516,6 +526,19 @@ class World(_QueryState):
                 group.grow_one()
             keys.append(key)
         return keys
+
+    @staticmethod
+    def _joined_levels(stores: list[ComponentStore]) -> list[Group]:
+        """The groups an entity of exactly ``stores`` joins (every store of theirs is
+        given), outermost first within each chain: in those stores it takes the row
+        after the group's prefix (the layout of an append and a swap into the prefix, in
+        one move)."""
+        joined: list[Group] = []
+        for store in stores:
+            owner = store.owner
+            if owner is not None and owner.root not in joined:
+                joined += join_levels(stores, owner.root)
+        return joined
 
     @staticmethod
     def _inserts_exact(stores: list[ComponentStore], joined: list[Group], n: int) -> bool:
@@ -716,6 +739,10 @@ class World(_QueryState):
     def _destroy_one(self, key: int) -> None:
         """``_destroy`` of one live key, row by row (no temporary arrays)."""
         slot = key & SLOT_MASK
+        if _remove_entity is not None and _remove_entity(self._stores.values(), slot,
+                                                         CHUNK_ROWS):
+            self._slots.release_one(slot)
+            return
         for store in self._stores.values():
             if store.n:
                 row = store.sparse.item(slot)

@@ -37,7 +37,7 @@ def test_ci_builds_the_c_key_check() -> None:
     """CI sets ECS_REQUIRE_C=1: a build that silently fell back to numpy fails there."""
     if not os.environ.get("ECS_REQUIRE_C"):
         pytest.skip("the C key check is optional here (ECS_REQUIRE_C is not set)")
-    for name in ("_keyindex", "_queryblock", "_removal"):
+    for name in ("_keyindex", "_queryblock", "_removal", "_entityrows"):
         try:
             importlib.import_module(f"ecs_engine.{name}")
         except ImportError as exc:
@@ -214,7 +214,7 @@ def test_the_load_and_query_tests_pass_on_the_numpy_path_too() -> None:
              "test_lookahead.py", "test_load_memory.py", "test_keyindex.py",
              "test_savefile.py", "test_query.py", "test_query_reuse.py",
              "test_deferred_model.py", "test_queryblock.py", "test_removal.py",
-             "test_despawn_runs_review.py"))],
+             "test_despawn_runs_review.py", "test_entityrows.py"))],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "ECS_NO_C": "1"}, cwd=tests.parent)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -224,10 +224,10 @@ def test_the_load_and_query_tests_pass_on_the_numpy_path_too() -> None:
 def test_ecs_no_c_takes_the_numpy_path() -> None:
     code = ("from ecs_engine import snapshot, world; "
             "print(snapshot._index_in_one_pass, world.QUERY_BLOCKS_IN_C, "
-            "world.storage.REMOVES_IN_C)")
+            "world.storage.REMOVES_IN_C, world._insert_entity, world._remove_entity)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "ECS_NO_C": "1"}, check=True).stdout
-    assert out.split() == ["None", "False", "False"]
+    assert out.split() == ["None", "False", "False", "None", "None"]
 
 
 @needs_c
