@@ -374,6 +374,8 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int nats[MAX_STORES];
     PyObject *roots[MAX_LEVELS];
     Py_ssize_t nroots = 0;
+    PyObject *owners[MAX_STORES];
+    Py_ssize_t nowners = 0;
 
     /* The levels the entity joins (every store of theirs is given), per root. */
     for (Py_ssize_t j = 0; j < nstores; j++) {
@@ -381,16 +383,15 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (owner == NULL) {
             goto done;
         }
+        owners[nowners++] = owner;
         if (owner != Py_None) {
             PyObject *root = PyObject_GetAttr(owner, nm->root);
             if (root == NULL) {
-                Py_DECREF(owner);
                 goto done;
             }
             int seen = contains_ptr(roots, nroots, root);
             if (!seen && nroots >= MAX_LEVELS) {
                 Py_DECREF(root);
-                Py_DECREF(owner);
                 result = Py_NewRef(Py_False);
                 goto done;
             }
@@ -398,13 +399,11 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 roots[nroots++] = root;  /* (kept alive by the store's owner chain) */
                 if (join_levels(st, stores, nstores, root, joined, &njoined) < 0) {
                     Py_DECREF(root);
-                    Py_DECREF(owner);
                     goto done;
                 }
             }
             Py_DECREF(root);
         }
-        Py_DECREF(owner);
     }
     Py_ssize_t sizes[MAX_LEVELS], depths[MAX_LEVELS];
     PyObject *level_roots[MAX_LEVELS];
@@ -429,14 +428,10 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
     /* Each store's positions (group.insert_positions) and arrays, checked. */
     for (Py_ssize_t j = 0; j < nstores; j++) {
-        PyObject *owner = PyObject_GetAttr(stores[j], nm->owner);
-        if (owner == NULL) {
-            goto done;
-        }
         nats[j] = 0;
         Py_ssize_t at_owner = -1;
         for (Py_ssize_t i = 0; i < njoined; i++) {
-            if (joined[i] == owner) {
+            if (joined[i] == owners[j]) {
                 at_owner = i;
             }
         }
@@ -447,35 +442,20 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 }
             }
         }
-        Py_DECREF(owner);
-        Py_ssize_t n;
-        int got = ssize_attr(stores[j], nm->n, &n);
-        if (got <= 0) {
-            if (got == 0) {
-                result = Py_NewRef(Py_False);
-            }
-            goto done;
-        }
-        PyObject *data = PyObject_GetAttr(stores[j], nm->data);
-        if (data == NULL) {
-            goto done;
-        }
-        int full = PyArray_Check(data) && PyArray_NDIM((PyArrayObject *)data) == 1
-                   && n >= PyArray_DIM((PyArrayObject *)data, 0);
-        Py_DECREF(data);
-        if (full) {  /* ComponentStore.reserve, as append_one calls it */
-            PyObject *wanted = PyLong_FromSsize_t(n + 1);
-            PyObject *done_reserve = wanted == NULL ? NULL : PyObject_CallMethodOneArg(
+        int got = open_rows(st, stores[j], &rows[j]);
+        if (got > 0 && rows[j].n >= rows[j].capacity) {
+            /* ComponentStore.reserve, as append_one calls it (new arrays: taken again) */
+            PyObject *wanted = PyLong_FromSsize_t(rows[j].n + 1);
+            release_rows(&rows[j]);
+            PyObject *reserved = wanted == NULL ? NULL : PyObject_CallMethodOneArg(
                 stores[j], nm->reserve, wanted);
             Py_XDECREF(wanted);
-            if (done_reserve == NULL) {
+            if (reserved == NULL) {
                 goto done;
             }
-            Py_DECREF(done_reserve);
+            Py_DECREF(reserved);
+            got = open_rows(st, stores[j], &rows[j]);
         }
-    }
-    for (Py_ssize_t j = 0; j < nstores; j++) {
-        int got = open_rows(st, stores[j], &rows[j]);
         if (got <= 0) {
             if (got == 0) {
                 result = Py_NewRef(Py_False);
@@ -564,6 +544,9 @@ done:
     }
     for (Py_ssize_t i = 0; i < njoined; i++) {
         Py_DECREF(joined[i]);
+    }
+    for (Py_ssize_t j = 0; j < nowners; j++) {
+        Py_DECREF(owners[j]);
     }
     return result;
 }
@@ -719,33 +702,43 @@ remove_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
-    /* Check every store first: the rows, and where the entity is. */
+    /* First the stores that hold the entity (an index lookup per store), checked. */
     for (Py_ssize_t j = 0; j < nstores; j++) {
-        int got = open_rows(st, PySequence_Fast_GET_ITEM(seq, j), &rows[j]);
+        PyObject *store = PySequence_Fast_GET_ITEM(seq, j);
+        PyArrayObject *sparse;
+        int got = array_attr(store, nm->sparse, NPY_INT32, &sparse);
         if (got <= 0) {
             if (got == 0) {
                 result = Py_NewRef(Py_False);
             }
             goto done;
         }
-        opened++;
-        Rows *r = &rows[j];
-        if (r->n == 0) {
+        int32_t row = slot < PyArray_DIM(sparse, 0) ? ((int32_t *)PyArray_DATA(sparse))[slot]
+                                                    : -1;
+        Py_DECREF(sparse);
+        if (row < 0) {
             continue;
         }
-        Py_ssize_t row = slot < r->slots ? r->index[slot] : -1;
-        if (row >= r->n || (r->n - 1) / chunk_rows >= r->nchunks
-                || (row >= 0 && ((r->keys[row] & SLOT_MASK) != (uint64_t)slot
-                                 || !movable(r, r->n - 1)))) {
+        got = open_rows(st, store, &rows[opened]);
+        if (got <= 0) {
+            if (got == 0) {
+                result = Py_NewRef(Py_False);
+            }
+            goto done;
+        }
+        Rows *r = &rows[opened++];
+        if (row >= r->n || slot >= r->slots || r->index[slot] != row
+                || (r->keys[row] & SLOT_MASK) != (uint64_t)slot || !movable(r, r->n - 1)
+                || (r->n - 1) / chunk_rows >= r->nchunks) {
             result = Py_NewRef(Py_False);
             goto done;
         }
     }
     /* Then remove, store by store as World._destroy_one does. */
     int changed = 0;
-    for (Py_ssize_t j = 0; j < nstores; j++) {
+    for (Py_ssize_t j = 0; j < opened; j++) {
         Rows *r = &rows[j];
-        if (r->n == 0 || slot >= r->slots || r->index[slot] < 0) {
+        if (r->index[slot] < 0) {  /* (its group took it out already) */
             continue;
         }
         Py_ssize_t row = r->index[slot];

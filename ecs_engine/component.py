@@ -594,6 +594,13 @@ class ComponentBase:
     def _one_row(self) -> tuple[Any, ...] | ComponentBase:
         """The one row a single (not batched) component writes, as ``_row_tuples(1)``
         gives it; the component itself when that is None (``_write_row`` writes it)."""
+        values = self._values
+        schema = type(self).__component_schema__  # type: ignore[attr-defined]
+        if schema.flat and self._batch is None:  # (the common cases: no loop)
+            if len(values) == len(schema.fields):
+                return schema.row_of(values)
+            if not values:
+                return schema.default_row
         rows = self._row_tuples(1)
         return self if rows is None else rows[0]
 

@@ -221,7 +221,10 @@ def test_stores_it_does_not_know_are_left_to_python() -> None:
     fake = FakeStore()
     assert entityrows.insert_entity([fake], 1 << 32 | 2, 2, [(1,)], 0, 4) is False
     assert fake.n == 1 and fake.sparse.tolist() == [-1] * 4
+    assert entityrows.remove_entity([fake], 2, 4) is True  # (not in it: nothing to do)
+    fake.sparse[2], fake.entities[0] = 0, 1 << 32 | 2
     assert entityrows.remove_entity([fake], 2, 4) is False
+    assert fake.n == 1 and fake.sparse[2] == 0
     world = World()
     key = world.spawn(A(v=1))
     store = world._stores[A]
