@@ -30,11 +30,13 @@ typedef struct {
     PyTypeObject *store_type, *array_type;
     Py_ssize_t p_rows, p_store_of, p_readonly;
     Py_ssize_t p_prefix, p_prefix_lead, p_prefix_keys, p_prefix_size, p_stores;
+    Py_ssize_t p_types, p_without, p_layouts, p_signature, p_within;
     long chunk_rows;
     PyObject *slow_getitem, *slow_unstructured;
     PyObject *data_name, *frozen_name, *flat_name, *frozen_flat_name, *versions_name;
     PyObject *data_version_name, *chunk_marks_name, *mark_chunks_name;
     PyObject *entities_name, *n_name, *owner_name, *group_size_name;
+    PyObject *layout_version_name, *stores_name;
 } State;
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
@@ -111,6 +113,8 @@ clear_columns(State *st)
     Py_CLEAR(st->n_name);
     Py_CLEAR(st->owner_name);
     Py_CLEAR(st->group_size_name);
+    Py_CLEAR(st->layout_version_name);
+    Py_CLEAR(st->stores_name);
 }
 
 static int
@@ -259,7 +263,9 @@ configure_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         {&st->p_rows, "rows"}, {&st->p_store_of, "store_of"}, {&st->p_readonly, "readonly"},
         {&st->p_prefix, "_prefix"}, {&st->p_prefix_lead, "_prefix_lead"},
         {&st->p_prefix_keys, "_prefix_keys"}, {&st->p_prefix_size, "_prefix_size"},
-        {&st->p_stores, "stores"}};
+        {&st->p_stores, "stores"}, {&st->p_types, "types"}, {&st->p_without, "without"},
+        {&st->p_layouts, "_layouts"}, {&st->p_signature, "_signature"},
+        {&st->p_within, "_within"}};
     enum { NSLOTS = sizeof(slots) / sizeof(slots[0]) };
     Py_ssize_t offsets[NSLOTS];
     for (size_t i = 0; i < NSLOTS; i++) {  /* all found before any is used */
@@ -278,7 +284,8 @@ configure_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         {&st->frozen_flat_name, "frozen_flat"}, {&st->versions_name, "_versions"},
         {&st->data_version_name, "data_version"}, {&st->chunk_marks_name, "chunk_marks"},
         {&st->mark_chunks_name, "_mark_chunks"}, {&st->entities_name, "entities"},
-        {&st->n_name, "n"}, {&st->owner_name, "owner"}, {&st->group_size_name, "group_size"}};
+        {&st->n_name, "n"}, {&st->owner_name, "owner"}, {&st->group_size_name, "group_size"},
+        {&st->layout_version_name, "layout_version"}, {&st->stores_name, "stores"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         *names[i].at = PyUnicode_InternFromString(names[i].name);
         if (*names[i].at == NULL) {
@@ -621,6 +628,164 @@ prefix_holds(State *st, PyObject *plan)
     return holds;
 }
 
+/* An exact int attribute of an exact store (a new reference), or NULL with no
+ * exception. */
+static PyObject *
+int_attr(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value != NULL && !PyLong_CheckExact(value)) {
+        Py_CLEAR(value);
+    }
+    PyErr_Clear();
+    return value;
+}
+
+/* QueryPlan.resolve of a plan served by a prefix that moved (a spawn or despawn changed
+ * its size, or its store's key array grew), as QueryPlan._resize and _remember do it in
+ * Python: rows [0, size) of its first store, where size is now that store's row count
+ * (the plan's prefix is the store), its group's size (the prefix is the group owning its
+ * lead store), or the size of the group with more types whose prefix serves it while
+ * one of its stores holds only that group's members (`_within`); the layouts and the
+ * signature the next checks compare. 1: resolved; 0: the Python method decides (nothing
+ * changed, no exception set); -1: an error. */
+static int
+prefix_resize(State *st, PyObject *plan, PyObject *now)
+{
+    PyObject *prefix = SLOT(plan, st->p_prefix), *stores = SLOT(plan, st->p_stores);
+    PyObject *types = SLOT(plan, st->p_types), *without = SLOT(plan, st->p_without);
+    PyObject *signature = SLOT(plan, st->p_signature), *within = SLOT(plan, st->p_within);
+    int served = prefix != NULL && prefix != Py_None;  /* (else by `within`) */
+    if (!served && (prefix == NULL || within == NULL || within == Py_None)) {
+        return 0;
+    }
+    if (stores == NULL || !PyTuple_CheckExact(stores)
+            || PyTuple_GET_SIZE(stores) == 0 || types == NULL || !PyTuple_CheckExact(types)
+            || without == NULL || !PyTuple_CheckExact(without) || PyTuple_GET_SIZE(without)
+            || signature == NULL || signature == Py_None) {
+        return 0;  /* (excluded types: their layouts are part of the signature) */
+    }
+    PyObject *first = PyTuple_GET_ITEM(stores, 0);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(stores); i++) {
+        if (Py_TYPE(PyTuple_GET_ITEM(stores, i)) != st->store_type) {
+            return 0;  /* (exact stores: reading their plain attributes runs no Python) */
+        }
+    }
+    int result = 0;
+    PyObject *lead = NULL, *size = NULL, *keys = NULL, *view = NULL, *rows = NULL;
+    PyObject *slice = NULL, *layouts = NULL, *sig = NULL, *owner = NULL;
+    PyObject *group = served ? prefix : within;
+    if (group == first) {
+        lead = Py_NewRef(first);
+        size = int_attr(first, st->n_name);
+    }
+    else {
+        PyObject *group_stores = PyObject_GetAttr(group, st->stores_name);
+        if (group_stores != NULL && PyTuple_CheckExact(group_stores)
+                && PyTuple_GET_SIZE(group_stores) > 0
+                && Py_TYPE(PyTuple_GET_ITEM(group_stores, 0)) == st->store_type) {
+            lead = Py_NewRef(PyTuple_GET_ITEM(group_stores, 0));
+        }
+        Py_XDECREF(group_stores);
+        PyErr_Clear();
+        owner = lead == NULL ? NULL : PyObject_GetAttr(lead, st->owner_name);
+        PyErr_Clear();
+        if (owner == group) {  /* (a disbanded or replaced group: Python resolves) */
+            size = int_attr(lead, st->group_size_name);
+        }
+    }
+    if (size == NULL) {
+        goto done;
+    }
+    if (!served) {  /* (a store of the plan must hold only the group's members) */
+        int only_members = 0;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(stores) && !only_members; i++) {
+            PyObject *n = int_attr(PyTuple_GET_ITEM(stores, i), st->n_name);
+            only_members = n != NULL && PyObject_RichCompareBool(n, size, Py_EQ) == 1;
+            Py_XDECREF(n);
+        }
+        PyErr_Clear();
+        if (!only_members) {
+            goto done;
+        }
+    }
+    Py_ssize_t rows_n = PyLong_AsSsize_t(size);
+    keys = PyObject_GetAttr(first, st->entities_name);
+    if (rows_n < 0 || keys == NULL || Py_TYPE(keys) != st->array_type
+            || PyArray_NDIM((PyArrayObject *)keys) != 1
+            || rows_n > PyArray_DIM((PyArrayObject *)keys, 0)) {
+        PyErr_Clear();
+        goto done;
+    }
+    /* From here on only new objects are made: any failure is a MemoryError. */
+    result = -1;
+    PyObject *zero = PyLong_FromLong(0);
+    slice = zero == NULL ? NULL : PySlice_New(zero, size, NULL);
+    Py_XDECREF(zero);
+    view = slice == NULL ? NULL : PyObject_GetItem(keys, slice);
+    if (view == NULL || Py_TYPE(view) != st->array_type) {
+        goto done;
+    }
+    PyArray_CLEARFLAGS((PyArrayObject *)view, NPY_ARRAY_WRITEABLE);  /* (its own view) */
+    rows = PyDict_New();
+    for (Py_ssize_t i = 0; rows != NULL && i < PyTuple_GET_SIZE(types); i++) {
+        if (PyDict_SetItem(rows, PyTuple_GET_ITEM(types, i), slice) < 0) {
+            goto done;
+        }
+    }
+    Py_ssize_t nstores = PyTuple_GET_SIZE(stores);
+    layouts = PyTuple_New(nstores);
+    if (rows == NULL || layouts == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nstores; i++) {  /* _OWNED_LAYOUT of each store */
+        PyObject *store = PyTuple_GET_ITEM(stores, i);
+        PyObject *layout = PyTuple_New(3);
+        if (layout == NULL) {
+            goto done;
+        }
+        PyTuple_SET_ITEM(layouts, i, layout);
+        PyObject *names[3] = {st->layout_version_name, st->group_size_name, st->owner_name};
+        for (int k = 0; k < 3; k++) {
+            PyObject *value = PyObject_GetAttr(store, names[k]);
+            if (value == NULL) {
+                goto done;
+            }
+            PyTuple_SET_ITEM(layout, k, value);
+        }
+    }
+    PyObject *first_layout = PyTuple_GET_ITEM(layouts, 0);
+    sig = PyTuple_Pack(5, PyTuple_GET_ITEM(first_layout, 1), PyTuple_GET_ITEM(first_layout, 2),
+                       keys, st->empty, PyTuple_GET_ITEM(first_layout, 0));
+    if (sig == NULL) {
+        goto done;
+    }
+    set_slot(plan, st->p_rows, rows);
+    set_slot(plan, st->p_entities, view);
+    set_slot(plan, st->p_aligned, Py_True);
+    if (served) {  /* (what the next blocks' prefix check compares) */
+        set_slot(plan, st->p_prefix_keys, keys);
+        set_slot(plan, st->p_prefix_lead, lead);
+        set_slot(plan, st->p_prefix_size, size);
+    }
+    set_slot(plan, st->p_layouts, layouts);
+    set_slot(plan, st->p_stamp, now);
+    set_slot(plan, st->p_settled, Py_False);  /* (aligned: see QueryPlan._is_settled) */
+    set_slot(plan, st->p_signature, sig);
+    result = 1;
+done:
+    Py_XDECREF(lead);
+    Py_XDECREF(owner);
+    Py_XDECREF(size);
+    Py_XDECREF(keys);
+    Py_XDECREF(view);
+    Py_XDECREF(rows);
+    Py_XDECREF(slice);
+    Py_XDECREF(layouts);
+    Py_XDECREF(sig);
+    return result;
+}
+
 /* Query.__enter__: a block of a plan whose rows stand (no store moved rows since it
  * resolved, and it is aligned or settled; or a prefix plan whose prefix holds) only
  * takes the plan's keys and counts itself open. */
@@ -665,8 +830,18 @@ enter(PyObject *module, PyObject *const *args, size_t nargsf, PyObject *kwnames)
             goto slow;
         }
     }
-    else if (!PyLong_CheckExact(now) || !prefix_holds(st, plan)) {
+    else if (!PyLong_CheckExact(now)) {
         goto slow;
+    }
+    else if (!prefix_holds(st, plan)) {
+        int resized = st->columns_configured ? prefix_resize(st, plan, now) : 0;
+        if (resized < 0) {
+            return NULL;
+        }
+        if (resized == 0) {
+            goto slow;
+        }
+        current = 1;  /* (its stamp is the clock's now) */
     }
     PyObject *entities = SLOT(plan, st->p_entities);
     long count;

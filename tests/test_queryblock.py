@@ -7,12 +7,20 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ecs_engine import World, component
 from ecs_engine import world as world_module
+from ecs_engine.query import QueryPlan
+from tests.test_nested_groups import A as NA
+from tests.test_nested_groups import B as NB
+from tests.test_nested_groups import C as NC
+from tests.test_nested_groups import D as ND
 
 
 @component
@@ -448,3 +456,116 @@ def test_a_key_whose_compare_changes_the_block_is_handled_as_in_python(change: s
     if taken and change == "writable":
         assert not taken[0].flags.writeable
     assert not world._deferring
+
+
+PREFIX_SHAPES: tuple[tuple[type, ...], ...] = ((NA,), (NA, NB), (NA, NB, NC), (NB, NC), (NC,),
+                                               (NA, NB, NC, ND), (ND,))
+SPAWN_MIXES: tuple[tuple[type, ...], ...] = ((NA, NB), (NA, NB, NC), (NA, NB, NC, ND), (NA,),
+                                             (NC,), (NA, NC), (NB, NC, ND))
+
+
+def plan_state(plan: Any) -> tuple[Any, ...]:
+    """What a plan's blocks and its next checks read, with stores and groups named by
+    their types (to compare the plans of two worlds)."""
+    def name(obj: Any) -> Any:
+        if obj is None:
+            return None
+        if hasattr(obj, "schema"):
+            return obj.schema.name
+        return tuple(s.schema.name for s in obj.stores)
+
+    def layouts(items: Any) -> Any:
+        return tuple((v, size, name(owner)) for v, size, owner in items)
+
+    sig = plan._signature
+    rows = tuple((t.__name__, r if isinstance(r, slice) else r.tolist())
+                 for t, r in plan.rows.items())
+    return (rows, plan.entities.tolist(), plan.entities.flags.writeable, plan.aligned,
+            name(plan._prefix), name(plan._within), name(plan._prefix_lead),
+            plan._prefix_keys is plan.stores[0].entities, plan._prefix_size, plan.settled,
+            layouts(plan._layouts),
+            (sig[0], name(sig[1]), sig[2] is plan.stores[0].entities, sig[3], sig[4]))
+
+
+def python_check(plan: Any, world: World) -> None:
+    """What Query.__enter__'s Python method does to a plan before its block."""
+    if plan._stamp == plan._clock.stamp and (plan.aligned or plan.settled):
+        return
+    prefix, lead = plan._prefix, plan._prefix_lead
+    if prefix is not None and lead is not None and \
+            plan.stores[0].entities is plan._prefix_keys and plan._prefix_size == (
+                lead.n if prefix is lead else lead.group_size if lead.owner is prefix else -1):
+        plan._stamp = plan._clock.stamp
+        return
+    plan.resolve(world)
+
+
+def twin() -> World:
+    world = World(auto_group=False)
+    world.register(NA, NB, NC, ND)
+    world.group(NA, NB)
+    world.group(NA, NB, NC)
+    world.spawn_batch(NA(v=np.arange(6)), NB(), NC(), count=6)
+    return world
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["spawn", "spawn_batch", "despawn", "grow"]),
+                          st.sampled_from(SPAWN_MIXES), st.integers(0, 10**6)),
+                min_size=1, max_size=25))
+def test_a_prefix_plan_resized_in_c_is_the_python_resolve(
+        program: list[tuple[str, tuple[type, ...], int]]) -> None:
+    """After spawns and despawns move the prefix serving a plan (its size, or its store's
+    key array), the block that finds it out re-resolves it (in C where built, as
+    QueryPlan._resize and _remember do): a twin world whose plans QueryPlan.resolve
+    brings up to date before each block must hold the same plans."""
+    worlds = twin(), twin()
+    plans: list[dict[tuple[type, ...], Any]] = [{}, {}]
+    for world, found in zip(worlds, plans, strict=True):
+        for shape in PREFIX_SHAPES:  # (resolved once: later blocks check or resize)
+            with world.query(*shape, readonly=shape) as q:
+                found[shape] = q._plan
+    served = 0
+    for op, mix, value in program:
+        for world in worlds:
+            if op == "spawn":
+                world.spawn(*(t(v=value % 100) for t in mix))
+            elif op == "spawn_batch":
+                world.spawn_batch(*(t(v=value % 100) for t in mix), count=1 + value % 4)
+            elif op == "grow":  # past the stores' capacity: new key arrays
+                world.spawn_batch(*(t(v=value % 100) for t in mix), count=20 + value % 30)
+            elif len(world):
+                live = world.entities().tolist()
+                world.despawn(live[value % len(live)])
+        for shape in PREFIX_SHAPES:
+            in_c, in_python = plans[0][shape], plans[1][shape]
+            python_check(in_python, worlds[1])  # (its block then finds it current)
+            for world in worlds:
+                with world.query(*shape, readonly=shape) as q:
+                    assert q._plan is plans[worlds.index(world)][shape]
+            assert plan_state(in_c) == plan_state(in_python), shape
+            served += in_c._prefix is not None or in_c._within is not None
+    assert served
+
+
+def test_a_resized_prefix_plan_skips_the_python_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = World(auto_group=False)
+    world.register(NA, NB)
+    world.group(NA, NB)
+    world.spawn_batch(NA(v=np.arange(4)), NB(), count=4)
+    with world.query(NA, NB) as q:
+        plan = q._plan
+    assert plan._prefix is not None
+    resolves: list[Any] = []
+    original = QueryPlan.resolve
+
+    def counted(self: Any, w: World) -> None:
+        resolves.append(self)
+        original(self, w)
+
+    monkeypatch.setattr(QueryPlan, "resolve", counted)
+    key = world.spawn(NA(v=9), NB())
+    with world.query(NA, NB) as q:
+        assert q.entities.tolist()[-1] == key
+        assert q[NA]["v"].tolist() == [0, 1, 2, 3, 9]
+    assert resolves == ([] if world_module.QUERY_BLOCKS_IN_C else [plan])
