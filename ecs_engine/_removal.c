@@ -171,6 +171,20 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
+        if (i + 2 * PREFETCH_AHEAD < count) {  /* (the index entry, then the key's row) */
+            int64_t later = slots[i + 2 * PREFETCH_AHEAD];
+            if (later >= 0 && later < index_size) {
+                PREFETCH(&sparse[later], 0);
+            }
+        }
+        if (i + PREFETCH_AHEAD < count) {
+            int64_t later = slots[i + PREFETCH_AHEAD];
+            int32_t later_row = later >= 0 && later < index_size ? sparse[later] : -1;
+            if (later_row >= 0 && later_row < n) {
+                PREFETCH(&keys[later_row], 0);
+                PREFETCH(data + later_row * row_size, 1);  /* (a hole, or its run's) */
+            }
+        }
         int64_t slot = slots[i];
         if (slot < 0 || slot >= index_size) {
             PyErr_Format(PyExc_ValueError, "remove_slots: slot %lld is outside the index",
@@ -250,6 +264,10 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     for (Py_ssize_t i = 0; i < nsources; i++) {
+        if (i + PREFETCH_AHEAD < nsources) {
+            PREFETCH(&keys[sources[i + PREFETCH_AHEAD]], 0);
+            PREFETCH(data + sources[i + PREFETCH_AHEAD] * row_size, 0);
+        }
         if ((Py_ssize_t)(keys[sources[i]] & SLOT_MASK) >= index_size) {
             Py_CLEAR(result);
             PyErr_SetString(PyExc_ValueError, "remove_slots: a moving key's slot is "
@@ -264,6 +282,10 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         sparse[keys[rows[i]] & SLOT_MASK] = -1;
     }
     for (Py_ssize_t i = 0; i < nsources; i++) {
+        if (i + PREFETCH_AHEAD < nsources) {  /* (the index entry of a key that moves) */
+            PREFETCH(&sparse[keys[sources[i + PREFETCH_AHEAD]] & SLOT_MASK], 1);
+            PREFETCH(data + holes[i + PREFETCH_AHEAD] * row_size, 1);
+        }
         Py_ssize_t hole = holes[i], source = sources[i];
         memmove(data + hole * row_size, data + source * row_size, (size_t)row_size);
         uint64_t key = keys[source];

@@ -9,9 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ecs_engine.entity import KEY_DTYPE, SLOT_BITS, SLOT_MASK, KeyLike, key_slots, key_str
+from ecs_engine.native import c_function
 
 MAX_SLOTS = 1 << 31  # slot indices must also fit a store's int32 sparse array
 _GENERATION_SHIFT = np.uint64(SLOT_BITS)
+# A batch's slots taken or given back in one C loop (``_keyindex.c``), or None (numpy:
+# the same keys and table).
+_allocate_slots: Callable[..., None] | None = c_function("_keyindex", "allocate_slots")
+_release_slots: Callable[..., None] | None = c_function("_keyindex", "release_slots")
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,14 @@ class SlotMap:
         if self.high_water + fresh > self.capacity:
             self._grow(self.high_water + fresh)
         keys = np.empty(count, KEY_DTYPE)
+        if _allocate_slots is not None:
+            _allocate_slots(keys, self.generations, self.alive, self.free, self.n_free,
+                            self.high_water)
+            self.n_free -= reused
+            self.high_water += fresh
+            self.n_alive += count
+            self.version = next(self._versions)
+            return keys
         if reused:
             # Pop order equals ``count`` single pops: the top of the stack first.
             slots = self.free[self.n_free - reused : self.n_free][::-1]
@@ -127,6 +140,14 @@ class SlotMap:
 
     def release(self, slots: np.ndarray) -> None:
         """Free slots of live entities (already validated), bumping their generation."""
+        if (_release_slots is not None and slots.dtype == np.int64
+                and slots.flags.c_contiguous):
+            _release_slots(slots, self.generations, self.alive, self.free, self.n_free,
+                           self.high_water)
+            self.n_free += len(slots)
+            self.n_alive -= len(slots)
+            self.version = next(self._versions)
+            return
         gens = self.generations[slots].astype(np.uint64) + 1
         gens[gens > 0xFFFF_FFFF] = 1  # wrap, never to 0: generation 0 marks NULL
         self.generations[slots] = gens.astype(np.uint32)

@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_engine import SaveFileError, World, component, snapshot
-from ecs_engine.slotmap import SlotTable
+from ecs_engine.entity import key_slots
+from ecs_engine.slotmap import SlotMap, SlotTable
 from ecs_engine.snapshot import KeyIndex, LiveSlots, live_keys
 
 
@@ -278,3 +279,63 @@ def test_the_batch_key_check_refuses_what_it_cannot_read() -> None:
         live_distinct(keys, gens, alive, 5)
     with pytest.raises(ValueError, match="uint64"):
         live_distinct(keys.astype(np.int32), gens, alive, 4)
+
+
+@needs_c
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 40), st.randoms(use_true_random=False)),
+                max_size=30))
+def test_batch_allocate_and_release_in_c_match_numpy(
+        program: list[tuple[bool, int, Any]]) -> None:
+    """SlotMap.allocate and release of batches in C (``allocate_slots``, ``release_slots``)
+    and in numpy: the same keys, generations, alive flags and free stack after every
+    step (growing the table, reusing slots LIFO, generations wrapping past 2**32 - 1)."""
+    from ecs_engine import slotmap
+
+    maps = SlotMap(capacity=8), SlotMap(capacity=8)
+    live: list[list[int]] = [[], []]
+
+    def state(m: SlotMap) -> tuple[Any, ...]:
+        hw = m.high_water
+        return (m.generations[:hw].tolist(), m.alive[:hw].tolist(),
+                m.free[: m.n_free].tolist(), m.n_free, m.n_alive, hw)
+
+    for m in maps:
+        m.generations[:4] = 0xFFFF_FFFE  # (near the wrap)
+    for allocate, count, rnd in program:
+        gone = rnd.sample(live[0], min(count, len(live[0])))
+        for which, m in enumerate(maps):
+            with pytest.MonkeyPatch.context() as mp:
+                if which:
+                    mp.setattr(slotmap, "_allocate_slots", None)
+                    mp.setattr(slotmap, "_release_slots", None)
+                if allocate:
+                    live[which] += m.allocate(count).tolist()
+                else:
+                    for key in gone:
+                        live[which].remove(key)
+                    m.release(key_slots(np.array(gone, np.uint64)))
+        assert live[0] == live[1]
+        assert state(maps[0]) == state(maps[1])
+
+
+@needs_c
+def test_bad_slot_batches_change_nothing() -> None:
+    from ecs_engine._keyindex import allocate_slots, release_slots
+
+    m = SlotMap(capacity=8)
+    m.allocate(3)
+    before = (m.generations.copy(), m.alive.copy(), m.free.copy())
+    args = (m.generations, m.alive, m.free)
+    with pytest.raises(ValueError, match="outside the used table"):
+        release_slots(np.array([1, 5], np.int64), *args, m.n_free, m.high_water)
+    with pytest.raises(ValueError, match="no room"):
+        allocate_slots(np.empty(6, np.uint64), *args, m.n_free, m.high_water)
+    with pytest.raises(ValueError, match="do not agree"):
+        release_slots(np.array([1], np.int64), *args, 4, 3)
+    with pytest.raises(ValueError, match="int64"):
+        release_slots(np.array([1], np.int32), *args, m.n_free, m.high_water)
+    with pytest.raises(TypeError, match="takes 6 arguments"):
+        release_slots(np.array([1], np.int64), *args)  # type: ignore[call-arg]
+    assert all((a == b).all() for a, b in zip(before, (m.generations, m.alive, m.free),
+                                              strict=True))
