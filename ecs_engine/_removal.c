@@ -1,4 +1,6 @@
-/* Removing many entities' rows from a store in one pass (World._destroy, storage.py).
+/* Moving many rows of a store in one pass: removing many entities' rows
+ * (World._destroy), and a run of fresh rows taking its place in a group's prefix
+ * (Group.enter_appended) (storage.py).
  *
  * A store's rows form runs: the prefixes of the groups that own it (innermost first),
  * then the rows no group holds. Removing k rows keeps each run in front of the next:
@@ -304,16 +306,130 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(move_block_doc,
+"move_block(data, entities, sparse, start, to, count) -> None\n\n"
+"ComponentStore.move_block: the run of rows [start, start + count) moves to [to, to +\n"
+"count) (to < start); the rows it displaces take the places it left, in ascending\n"
+"order (two runs trade places, or where they overlap the span rotates). Rows move as\n"
+"bytes with their keys (`entities`, uint64) and the index (`sparse`, int32) follows.\n"
+"ValueError, nothing changed, for rows outside the arrays or keys outside the index.");
+
+static PyObject *
+move_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "move_block takes 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[3]), to = PyLong_AsSsize_t(args[4]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer views[3];
+    int taken = 0;
+    if (PyObject_GetBuffer(args[0], &views[0], PyBUF_WRITABLE | PyBUF_ND) == 0) {
+        taken = 1;
+        if (views[0].ndim != 1 || views[0].itemsize < 0) {
+            PyErr_SetString(PyExc_ValueError, "move_block: data must be a 1-d array");
+        }
+        else if (take_buffer(args[1], &views[1], 8, "LQ", "native uint64", 1,
+                             "entities") == 0) {
+            taken = 2;
+            if (take_buffer(args[2], &views[2], 4, "il", "native int32", 1, "sparse") == 0) {
+                taken = 3;
+            }
+        }
+    }
+    PyObject *result = NULL;
+    char *held = NULL;
+    uint64_t *held_keys = NULL;
+    if (taken < 3) {
+        goto done;
+    }
+    char *data = (char *)views[0].buf;
+    Py_ssize_t row_size = views[0].itemsize;
+    uint64_t *keys = (uint64_t *)views[1].buf;
+    int32_t *sparse = (int32_t *)views[2].buf;
+    Py_ssize_t rows = views[0].shape[0] < views[1].shape[0] ? views[0].shape[0]
+                                                          : views[1].shape[0];
+    Py_ssize_t index_size = views[2].shape[0], end = start + count;
+    if (count < 0 || to < 0 || to >= start || start > rows - count) {
+        PyErr_SetString(PyExc_ValueError, "move_block: rows outside the arrays");
+        goto done;
+    }
+    const char *a = views[0].buf, *b = views[1].buf, *c = views[2].buf;
+    if ((views[0].len && a < b + views[1].len && b < a + views[0].len)
+            || (views[0].len && a < c + views[2].len && c < a + views[0].len)
+            || (b < c + views[2].len && c < b + views[1].len)) {
+        PyErr_SetString(PyExc_ValueError, "move_block: the arrays overlap");
+        goto done;
+    }
+    /* the rows whose keys move: the two runs (apart), or the span they rotate */
+    int apart = to + count <= start;
+    Py_ssize_t spans[2][2] = {{to, apart ? to + count : end}, {start, apart ? end : start}};
+    for (int s = 0; s < 2; s++) {
+        for (Py_ssize_t r = spans[s][0]; r < spans[s][1]; r++) {
+            if ((Py_ssize_t)(keys[r] & SLOT_MASK) >= index_size) {
+                PyErr_SetString(PyExc_ValueError, "move_block: a moving key's slot is "
+                                "outside the index");
+                goto done;
+            }
+        }
+    }
+    /* the run that must wait: the one displaced (apart), or the moved one (overlap) */
+    Py_ssize_t from = apart ? to : start;
+    held = PyMem_Malloc((size_t)(count * row_size) + 1);
+    held_keys = PyMem_New(uint64_t, count ? count : 1);
+    if (held == NULL || held_keys == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(held, data + from * row_size, (size_t)(count * row_size));
+    memcpy(held_keys, keys + from, (size_t)count * sizeof(uint64_t));
+    if (apart) {  /* the runs trade places */
+        memcpy(data + to * row_size, data + start * row_size, (size_t)(count * row_size));
+        memcpy(keys + to, keys + start, (size_t)count * sizeof(uint64_t));
+        memcpy(data + start * row_size, held, (size_t)(count * row_size));
+        memcpy(keys + start, held_keys, (size_t)count * sizeof(uint64_t));
+    }
+    else {  /* overlapping: the rows it displaces shift up, then the run goes in */
+        memmove(data + (to + count) * row_size, data + to * row_size,
+                (size_t)((start - to) * row_size));
+        memmove(keys + to + count, keys + to, (size_t)(start - to) * sizeof(uint64_t));
+        memcpy(data + to * row_size, held, (size_t)(count * row_size));
+        memcpy(keys + to, held_keys, (size_t)count * sizeof(uint64_t));
+    }
+    for (int s = 0; s < 2; s++) {
+        for (Py_ssize_t r = spans[s][0]; r < spans[s][1]; r++) {
+            if (r + PREFETCH_AHEAD < spans[s][1]) {
+                PREFETCH(&sparse[keys[r + PREFETCH_AHEAD] & SLOT_MASK], 1);
+            }
+            sparse[keys[r] & SLOT_MASK] = (int32_t)r;
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    while (taken--) {
+        PyBuffer_Release(&views[taken]);
+    }
+    PyMem_Free(held);
+    PyMem_Free(held_keys);
+    return result;
+}
+
 static PyMethodDef removal_methods[] = {
     {"remove_slots", (PyCFunction)(void (*)(void))remove_slots, METH_FASTCALL,
      remove_slots_doc},
+    {"move_block", (PyCFunction)(void (*)(void))move_block, METH_FASTCALL, move_block_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef removal_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "ecs_engine._removal",
-    .m_doc = "Removing many entities' rows from a store in one pass (see storage.py).",
+    .m_doc = "Moving many rows of a store in one pass (see storage.py).",
     .m_size = 0,
     .m_methods = removal_methods,
 };

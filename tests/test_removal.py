@@ -180,3 +180,39 @@ def test_despawning_nothing_moves_nothing_on_either_path(
             assert len(q) == 0
         assert (store.layout_version, store.data_version,
                 world._layout_clock.stamp) == before
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(KINDS), st.integers(1, 60), st.data())
+def test_a_block_moves_as_with_numpy(ctype: type, n: int, data: st.DataObject) -> None:
+    """ComponentStore.move_block in C (a run of fresh rows into a group's prefix) and in
+    numpy: the same rows, keys and index, whether the runs lie apart, touch or overlap."""
+    count = data.draw(st.integers(0, n - 1))
+    start = data.draw(st.integers(1, n - count)) if n - count >= 1 else 0
+    to = data.draw(st.integers(0, start - 1)) if start else 0
+    if start == 0:
+        return
+    slots = data.draw(st.permutations(list(range(n + 5))))[:n]
+    stores = store_with(ctype, slots, n + 5), store_with(ctype, slots, n + 5)
+    stores[0].move_block(start, to, count)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(storage, "_move_block", None)
+        stores[1].move_block(start, to, count)
+    assert state(stores[0]) == state(stores[1])
+    assert stores[0].layout_version == stores[1].layout_version
+
+
+@needs_c
+def test_a_block_outside_the_rows_changes_nothing() -> None:
+    store = store_with(Pair, [3, 1, 2, 0], 8)
+    before = state(store)
+    for start, to, count in ((2, 2, 1), (15, 0, 2), (1, -1, 1), (17, 0, 1)):  # (16 rows)
+        with pytest.raises(ValueError, match="outside the arrays"):
+            storage._move_block(store.data, store.entities, store.sparse,  # type: ignore[misc]
+                                start, to, count)
+    store.entities[3] = 1 << 32 | 50  # a key outside the index
+    with pytest.raises(ValueError, match="outside the index"):
+        storage._move_block(store.data, store.entities, store.sparse, 2, 0, 2)  # type: ignore[misc]
+    store.entities[3] = 1 << 32 | 0
+    assert state(store) == before
