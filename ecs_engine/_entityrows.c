@@ -278,8 +278,9 @@ contains_ptr(PyObject *const *items, Py_ssize_t k, PyObject *item)
 
 /* The levels of `root`'s chain (outermost first) that an entity with exactly `stores`
  * joins, appended to `joined` (group.join_levels): each level whose own stores it all
- * has, up to the first it lacks. New references. 0, or -1 (also for too many levels,
- * with an exception). */
+ * has, up to the first it lacks. New references. 0; 1 when they would be more than
+ * MAX_LEVELS in all (no exception: the caller leaves the spawn to Python); -1 on an
+ * error. */
 static int
 join_levels(State *st, PyObject *const *stores, Py_ssize_t nstores, PyObject *root,
             PyObject **joined, Py_ssize_t *njoined)
@@ -304,8 +305,7 @@ join_levels(State *st, PyObject *const *stores, Py_ssize_t nstores, PyObject *ro
         }
         if (*njoined >= MAX_LEVELS) {
             Py_DECREF(level);
-            PyErr_SetString(PyExc_OverflowError, "too many nested groups");
-            return -1;
+            return 1;  /* (more levels than this call holds: the Python path) */
         }
         joined[(*njoined)++] = level;  /* (the reference moves to `joined`) */
         level = PyObject_GetAttr(level, nm->inner);
@@ -397,8 +397,12 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
             if (!seen) {
                 roots[nroots++] = root;  /* (kept alive by the store's owner chain) */
-                if (join_levels(st, stores, nstores, root, joined, &njoined) < 0) {
+                int got = join_levels(st, stores, nstores, root, joined, &njoined);
+                if (got != 0) {
                     Py_DECREF(root);
+                    if (got > 0) {
+                        result = Py_NewRef(Py_False);
+                    }
                     goto done;
                 }
             }
@@ -557,10 +561,12 @@ done:
  * from every store of every level it is in, each level's last row filling the hole,
  * which moves out level by level, the store's last row filling the last one
  * (ComponentStore.remove_chain; remove_group_one for one level). `rows` are the world's
- * opened stores. 1, 0 (nothing changed) when something does not match, or -1. */
+ * opened stores. 1, 0 (nothing changed) when something does not match or the levels and
+ * their stores are more than this call holds, or -1. With `check_only`: 1 or 0 as the
+ * removal would give, nothing moved. */
 static int
 remove_from_groups(State *st, PyObject *owner, Py_ssize_t row, Py_ssize_t slot,
-                   Rows *rows, Py_ssize_t nrows, Py_ssize_t chunk_rows)
+                   Rows *rows, Py_ssize_t nrows, Py_ssize_t chunk_rows, int check_only)
 {
     Names *nm = &st->names;
     PyObject *root = PyObject_GetAttr(owner, nm->root);
@@ -625,6 +631,10 @@ remove_from_groups(State *st, PyObject *owner, Py_ssize_t row, Py_ssize_t slot,
             held_depth[nheld++] = (int)depth;
         }
         Py_DECREF(seq);
+    }
+    if (check_only) {
+        result = 1;
+        goto done;
     }
     for (Py_ssize_t h = 0; h < nheld; h++) {
         Rows *r = held[h];
@@ -734,6 +744,28 @@ remove_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
+    /* The groups it leaves, checked whole (their levels and stores) before any row
+     * moves: a store outside them may come first. */
+    for (Py_ssize_t j = 0; j < opened; j++) {
+        Rows *r = &rows[j];
+        PyObject *owner = PyObject_GetAttr(r->store, nm->owner);
+        if (owner == NULL) {
+            goto done;
+        }
+        Py_ssize_t group_size = 0;
+        int got = owner == Py_None ? 1 : ssize_attr(r->store, nm->group_size, &group_size);
+        if (got > 0 && owner != Py_None && r->index[slot] < group_size) {
+            got = remove_from_groups(st, owner, r->index[slot], slot, rows, opened,
+                                     chunk_rows, 1);
+        }
+        Py_DECREF(owner);
+        if (got <= 0) {
+            if (got == 0) {
+                result = Py_NewRef(Py_False);
+            }
+            goto done;
+        }
+    }
     /* Then remove, store by store as World._destroy_one does. */
     int changed = 0;
     for (Py_ssize_t j = 0; j < opened; j++) {
@@ -749,7 +781,7 @@ remove_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t group_size = 0;
         int got = owner == Py_None ? 1 : ssize_attr(r->store, nm->group_size, &group_size);
         if (got > 0 && owner != Py_None && row < group_size) {
-            got = remove_from_groups(st, owner, row, slot, rows, opened, chunk_rows);
+            got = remove_from_groups(st, owner, row, slot, rows, opened, chunk_rows, 0);
             Py_DECREF(owner);
             if (got <= 0) {
                 if (got == 0 && !changed) {

@@ -249,3 +249,58 @@ def test_bad_calls_raise() -> None:
         entityrows.remove_entity([], 1)
     with pytest.raises(ValueError, match="bad slot"):
         entityrows.remove_entity([], -1, 4)
+
+
+def numbered(prefix: str, count: int) -> list[type]:
+    """``count`` one-field component types named ``prefix0``, ``prefix1``, ..."""
+    return [component(name=f"{prefix}{i}")(
+        type(f"{prefix}{i}", (), {"__annotations__": {"v": np.int32}, "v": 0}))
+        for i in range(count)]
+
+
+@needs_c
+def test_more_levels_than_the_c_call_holds_go_to_python() -> None:
+    """17 nested levels (more than the C insert holds): the spawn falls back to Python
+    with nothing changed, and the world ends as it does without the extension."""
+    types = numbered("Deep", 18)
+
+    def run(world: World) -> None:
+        for k in range(2, 19):
+            world.group(*types[:k])
+        world.spawn(*[t(v=1) for t in types])
+        keys = world.spawn_batch(*[t(v=2) for t in types], count=2)
+        world.despawn(int(keys[0]))
+
+    with_c, without = World(seed=1), World(seed=1)
+    run(with_c)
+    with python_rows():
+        run(without)
+    assert len(with_c) == 2
+    assert internals(with_c) == internals(without)
+
+
+@needs_c
+def test_a_group_too_big_for_the_c_call_changes_nothing_before_python_removes() -> None:
+    """A group of 65 types (more stores than the C removal holds) whose entity also has
+    a store that comes first in the world: the despawn must not remove that store's row
+    and then give up; it is left whole to Python."""
+    types = numbered("Wide", 65)
+
+    @component(name="AnExtra")  # (stores go in name order: this one first)
+    class Extra:
+        v: np.int32 = 0
+
+    def run(world: World) -> None:
+        world.spawn(Extra(v=1))  # (Extra's store first in the world's stores)
+        world.group(*types)
+        first = world.spawn(Extra(v=5), *[t(v=i) for i, t in enumerate(types)])
+        world.spawn(Extra(v=6), *[t(v=i) for i, t in enumerate(types)])
+        world.despawn(first)
+
+    with_c, without = World(seed=1), World(seed=1)
+    run(with_c)
+    with python_rows():
+        run(without)
+    assert len(with_c) == 2
+    assert internals(with_c) == internals(without)
+    check_invariants(with_c)
