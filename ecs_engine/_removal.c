@@ -45,6 +45,62 @@ below(const Py_ssize_t *rows, Py_ssize_t from, Py_ssize_t k, Py_ssize_t bound)
     return lo;
 }
 
+/* A store's arrays, to move its rows in place: `args[0]` its data (any dtype of plain
+ * values, a tag's empty rows too: rows move as bytes, padding included), `args[1]` its
+ * keys (uint64) and `args[2]` its slot -> row index (int32), all 1-d and writable, into
+ * views[0..2]. 0, or -1 with an exception naming `op` (nothing held). */
+static int
+take_rows(PyObject *const *args, Py_buffer *views, const char *op)
+{
+    /* Rows move as bytes: a dtype holding Python objects would move references
+     * without counting them. */
+    PyObject *dtype = PyObject_GetAttrString(args[0], "dtype");
+    PyObject *refs = dtype == NULL ? NULL : PyObject_GetAttrString(dtype, "hasobject");
+    Py_XDECREF(dtype);
+    int has_refs = refs == NULL ? -1 : PyObject_IsTrue(refs);
+    Py_XDECREF(refs);
+    if (has_refs != 0) {
+        if (has_refs > 0 || PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s: data must be a numpy array of plain values",
+                         op);
+        }
+        return -1;
+    }
+    /* the rows as items of their own size (no format) */
+    if (PyObject_GetBuffer(args[0], &views[0], PyBUF_WRITABLE | PyBUF_ND) < 0) {
+        return -1;
+    }
+    if (views[0].ndim != 1 || views[0].itemsize < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: data must be a 1-d array", op);
+    }
+    else if (take_buffer(args[1], &views[1], 8, "LQ", "native uint64", 1, "entities") == 0) {
+        if (take_buffer(args[2], &views[2], 4, "il", "native int32", 1, "sparse") == 0) {
+            return 0;
+        }
+        PyBuffer_Release(&views[1]);
+    }
+    PyBuffer_Release(&views[0]);
+    return -1;
+}
+
+/* Whether any two of `count` buffers share memory (a move must not rewrite a key or the
+ * index); a ValueError naming `op` when they do. */
+static int
+overlapping(const Py_buffer *views, int count, const char *op)
+{
+    for (int i = 0; i < count; i++) {
+        for (int j = i + 1; j < count; j++) {
+            const char *a = views[i].buf, *b = views[j].buf;
+            if (views[i].len && views[j].len && a < b + views[j].len && b < a + views[i].len) {
+                PyErr_Format(PyExc_ValueError, "%s: the arrays overlap", op);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(remove_slots_doc,
 "remove_slots(data, entities, sparse, slots, bounds) -> list[int] | None\n\n"
 "Remove the rows of the entities in `slots` (distinct int64 slots) from a store:\n"
@@ -98,45 +154,12 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(bounds_seq);
     Py_ssize_t n = bounds[runs - 1];
 
-    /* Rows move as bytes: a dtype holding Python objects would move references
-     * without counting them. */
-    PyObject *dtype = PyObject_GetAttrString(args[0], "dtype");
-    PyObject *refs = dtype == NULL ? NULL : PyObject_GetAttrString(dtype, "hasobject");
-    Py_XDECREF(dtype);
-    int has_refs = refs == NULL ? -1 : PyObject_IsTrue(refs);
-    Py_XDECREF(refs);
-    if (has_refs != 0) {
-        PyMem_Free(bounds);
-        if (has_refs > 0 || PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError,
-                            "remove_slots: data must be a numpy array of plain values");
-        }
-        return NULL;
-    }
-    /* the rows as items of their own size (no format: any plain dtype's rows are bytes,
-     * padding included) */
     Py_buffer views[4];
     int taken = 0;
-    if (PyObject_GetBuffer(args[0], &views[0], PyBUF_WRITABLE | PyBUF_ND) == 0) {
-        taken = 1;
-        if (views[0].ndim != 1 || views[0].itemsize < 0) {
-            PyErr_SetString(PyExc_ValueError, "remove_slots: data must be a 1-d array");
-        }
-        else {
-            static const struct { Py_ssize_t itemsize; const char *codes, *kind;
-                                  int writable; const char *what; } wanted[3] = {
-                {8, "LQ", "native uint64", 1, "entities"},
-                {4, "il", "native int32", 1, "sparse"},
-                {8, "lqn", "native int64", 0, "slots"}};
-            for (; taken < 4; taken++) {
-                const int i = taken - 1;
-                if (take_buffer(args[taken], &views[taken], wanted[i].itemsize,
-                                wanted[i].codes, wanted[i].kind, wanted[i].writable,
-                                wanted[i].what) < 0) {
-                    break;
-                }
-            }
+    if (take_rows(args, views, "remove_slots") == 0) {
+        taken = 3;
+        if (take_buffer(args[3], &views[3], 8, "lqn", "native int64", 0, "slots") == 0) {
+            taken = 4;
         }
     }
     PyObject *result = NULL;
@@ -155,14 +178,8 @@ remove_slots(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "remove_slots: the row count exceeds the arrays");
         goto done;
     }
-    for (int i = 0; i < 3; i++) {  /* (a move must not rewrite a key or the index) */
-        for (int j = i + 1; j < 4; j++) {
-            const char *a = views[i].buf, *b = views[j].buf;
-            if (views[i].len && views[j].len && a < b + views[j].len && b < a + views[i].len) {
-                PyErr_SetString(PyExc_ValueError, "remove_slots: the arrays overlap");
-                goto done;
-            }
-        }
+    if (overlapping(views, 4, "remove_slots")) {
+        goto done;
     }
 
     /* The rows the store holds of those slots, checked before anything changes. */
@@ -328,20 +345,7 @@ move_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_buffer views[3];
-    int taken = 0;
-    if (PyObject_GetBuffer(args[0], &views[0], PyBUF_WRITABLE | PyBUF_ND) == 0) {
-        taken = 1;
-        if (views[0].ndim != 1 || views[0].itemsize < 0) {
-            PyErr_SetString(PyExc_ValueError, "move_block: data must be a 1-d array");
-        }
-        else if (take_buffer(args[1], &views[1], 8, "LQ", "native uint64", 1,
-                             "entities") == 0) {
-            taken = 2;
-            if (take_buffer(args[2], &views[2], 4, "il", "native int32", 1, "sparse") == 0) {
-                taken = 3;
-            }
-        }
-    }
+    int taken = take_rows(args, views, "move_block") == 0 ? 3 : 0;
     PyObject *result = NULL;
     char *held = NULL;
     uint64_t *held_keys = NULL;
@@ -359,11 +363,7 @@ move_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "move_block: rows outside the arrays");
         goto done;
     }
-    const char *a = views[0].buf, *b = views[1].buf, *c = views[2].buf;
-    if ((views[0].len && a < b + views[1].len && b < a + views[0].len)
-            || (views[0].len && a < c + views[2].len && c < a + views[0].len)
-            || (b < c + views[2].len && c < b + views[1].len)) {
-        PyErr_SetString(PyExc_ValueError, "move_block: the arrays overlap");
+    if (overlapping(views, 3, "move_block")) {
         goto done;
     }
     /* the rows whose keys move: the two runs (apart), or the span they rotate */

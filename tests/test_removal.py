@@ -149,8 +149,8 @@ def test_a_world_despawns_to_the_same_layout_with_or_without_it(
 
 
 @needs_c
-def test_the_private_function_refuses_arrays_it_cannot_move_as_bytes() -> None:
-    from ecs_engine._removal import remove_slots
+def test_the_private_functions_refuse_arrays_they_cannot_move_as_bytes() -> None:
+    from ecs_engine._removal import move_block, remove_slots
 
     keys = np.array([1 << 32 | 0, 1 << 32 | 1], np.uint64)
     sparse = np.array([0, 1], np.int32)
@@ -158,9 +158,13 @@ def test_the_private_function_refuses_arrays_it_cannot_move_as_bytes() -> None:
     objects = np.array([object(), object()], dtype=object)
     with pytest.raises(ValueError, match="plain values"):
         remove_slots(objects, keys, sparse, slots, [2])  # (references moved uncounted)
+    with pytest.raises(ValueError, match="move_block: data must be a numpy array of plain"):
+        move_block(objects, keys, sparse, 1, 0, 1)
     shared = np.zeros(4, np.uint64)
     with pytest.raises(ValueError, match="overlap"):
         remove_slots(shared.view(np.uint8), shared[2:], sparse, slots, [2])
+    with pytest.raises(ValueError, match="move_block: the arrays overlap"):
+        move_block(shared.view(np.uint8), shared[2:], sparse, 1, 0, 1)
     assert keys.tolist() == [1 << 32, 1 << 32 | 1] and sparse.tolist() == [0, 1]
 
 
