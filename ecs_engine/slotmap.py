@@ -88,27 +88,28 @@ class SlotMap:
         if _allocate_slots is not None:
             _allocate_slots(keys, self.generations, self.alive, self.free, self.n_free,
                             self.high_water)
-            self.n_free -= reused
-            self.high_water += fresh
-            self.n_alive += count
-            self.version = next(self._versions)
-            return keys
+        else:
+            self._allocate_numpy(keys, reused, fresh)
+        self.n_free -= reused
+        self.high_water += fresh
+        self.n_alive += count
+        self.version = next(self._versions)
+        return keys
+
+    def _allocate_numpy(self, keys: np.ndarray, reused: int, fresh: int) -> None:
+        """``allocate``'s keys and alive flags with numpy (the counts and the version are
+        the caller's)."""
         if reused:
             # Pop order equals ``count`` single pops: the top of the stack first.
             slots = self.free[self.n_free - reused : self.n_free][::-1]
             self.alive[slots] = True
             keys[:reused] = self.generations[slots].astype(KEY_DTYPE) << np.uint64(SLOT_BITS)
             keys[:reused] |= slots.astype(KEY_DTYPE)
-            self.n_free -= reused
         if fresh:
             # Never-used slots are at generation 1: their keys are one arange.
             first = (1 << SLOT_BITS) + self.high_water
             keys[reused:] = np.arange(first, first + fresh, dtype=KEY_DTYPE)
             self.alive[self.high_water : self.high_water + fresh] = True
-            self.high_water += fresh
-        self.n_alive += count
-        self.version = next(self._versions)
-        return keys
 
     def allocate_one(self) -> tuple[int, int]:
         """Allocate one key, as ``allocate(1)`` would; returns (key, slot)."""
@@ -144,15 +145,12 @@ class SlotMap:
                 and slots.flags.c_contiguous):
             _release_slots(slots, self.generations, self.alive, self.free, self.n_free,
                            self.high_water)
-            self.n_free += len(slots)
-            self.n_alive -= len(slots)
-            self.version = next(self._versions)
-            return
-        gens = self.generations[slots].astype(np.uint64) + 1
-        gens[gens > 0xFFFF_FFFF] = 1  # wrap, never to 0: generation 0 marks NULL
-        self.generations[slots] = gens.astype(np.uint32)
-        self.alive[slots] = False
-        self.free[self.n_free : self.n_free + len(slots)] = slots
+        else:
+            gens = self.generations[slots].astype(np.uint64) + 1
+            gens[gens > 0xFFFF_FFFF] = 1  # wrap, never to 0: generation 0 marks NULL
+            self.generations[slots] = gens.astype(np.uint32)
+            self.alive[slots] = False
+            self.free[self.n_free : self.n_free + len(slots)] = slots
         self.n_free += len(slots)
         self.n_alive -= len(slots)
         self.version = next(self._versions)

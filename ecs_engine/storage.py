@@ -475,10 +475,15 @@ class ComponentStore:
         end = start + count
         if _move_block is not None:  # (one C pass, no copies to hold: ~12 numpy calls)
             _move_block(self.data, self.entities, self.sparse, start, to, count)
-            self.layout_version = next(self._versions)
-            self.clock.stamp += 1
-            self.touch_rows(to, end)
-            return
+        else:
+            self._move_block_numpy(start, to, count)
+        self.layout_version = next(self._versions)
+        self.clock.stamp += 1
+        self.touch_rows(to, end)
+
+    def _move_block_numpy(self, start: int, to: int, count: int) -> None:
+        """``move_block``'s rows, keys and index, moved with numpy (no versions)."""
+        end = start + count
         words, keys = self.row_words, self.entities
         spans: tuple[tuple[int, int], ...]
         if to + count <= start:  # apart: the runs trade places
@@ -498,9 +503,6 @@ class ComponentStore:
         sparse = self.sparse
         for lo, hi in spans:
             sparse[key_slots(keys[lo:hi])] = np.arange(lo, hi, dtype=np.int32)
-        self.layout_version = next(self._versions)
-        self.clock.stamp += 1
-        self.touch_rows(to, end)
 
     def _move_one(self, dst: int, src: int) -> None:
         """Row ``src``'s values and key to row ``dst`` (the index follows); ``src``'s
