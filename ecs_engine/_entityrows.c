@@ -36,6 +36,7 @@ typedef struct {
 /* A store's arrays, held for the call. */
 typedef struct {
     PyObject *store;
+    PyObject *group;  /* (remove_entity: the group whose prefix holds the entity, or NULL) */
     PyArrayObject *data, *entities, *sparse, *chunks;
     char *rows;
     Py_ssize_t row_size, capacity, n, slots, nchunks;
@@ -122,6 +123,7 @@ release_rows(Rows *r)
     Py_CLEAR(r->entities);
     Py_CLEAR(r->sparse);
     Py_CLEAR(r->chunks);
+    Py_CLEAR(r->group);
 }
 
 /* Take a store's arrays and row count: 1; 0 (nothing held) when one is not what the
@@ -372,6 +374,7 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* per store: the joined levels' sizes that apply to it, innermost first */
     Py_ssize_t ats[MAX_STORES][MAX_LEVELS];
     int nats[MAX_STORES];
+    Py_ssize_t placed[MAX_STORES];  /* the entity's row in each store, once moved */
     PyObject *roots[MAX_LEVELS];
     Py_ssize_t nroots = 0;
     PyObject *owners[MAX_STORES];
@@ -506,8 +509,7 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (touch_layout(st, r, touched, count, chunk_rows) < 0) {
             goto done;
         }
-        ats[j][0] = hole;  /* (now: the row to write) */
-        nats[j] = 1;
+        placed[j] = hole;
     }
     for (Py_ssize_t i = 0; i < njoined; i++) {
         if (set_group_size(st, joined[i], sizes[i] + 1) < 0) {
@@ -518,7 +520,7 @@ insert_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* Write the values. */
     for (Py_ssize_t j = 0; j < nstores; j++) {
         PyObject *value = PyList_GET_ITEM(values, j);
-        PyObject *row = PyLong_FromSsize_t(ats[j][0]);
+        PyObject *row = PyLong_FromSsize_t(placed[j]);
         if (row == NULL) {
             goto done;
         }
@@ -744,8 +746,9 @@ remove_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    /* The groups it leaves, checked whole (their levels and stores) before any row
-     * moves: a store outside them may come first. */
+    /* Which stores it leaves through a group (in the group's prefix), and those groups
+     * checked whole (their levels and stores) before any row moves: a store outside
+     * them may come first. */
     for (Py_ssize_t j = 0; j < opened; j++) {
         Rows *r = &rows[j];
         PyObject *owner = PyObject_GetAttr(r->store, nm->owner);
@@ -757,6 +760,7 @@ remove_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (got > 0 && owner != Py_None && r->index[slot] < group_size) {
             got = remove_from_groups(st, owner, r->index[slot], slot, rows, opened,
                                      chunk_rows, 1);
+            r->group = Py_NewRef(owner);
         }
         Py_DECREF(owner);
         if (got <= 0) {
@@ -767,45 +771,25 @@ remove_entity(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     /* Then remove, store by store as World._destroy_one does. */
-    int changed = 0;
     for (Py_ssize_t j = 0; j < opened; j++) {
         Rows *r = &rows[j];
         if (r->index[slot] < 0) {  /* (its group took it out already) */
             continue;
         }
         Py_ssize_t row = r->index[slot];
-        PyObject *owner = PyObject_GetAttr(r->store, nm->owner);
-        if (owner == NULL) {
-            goto done;
-        }
-        Py_ssize_t group_size = 0;
-        int got = owner == Py_None ? 1 : ssize_attr(r->store, nm->group_size, &group_size);
-        if (got > 0 && owner != Py_None && row < group_size) {
-            got = remove_from_groups(st, owner, row, slot, rows, opened, chunk_rows, 0);
-            Py_DECREF(owner);
+        if (r->group != NULL) {
+            int got = remove_from_groups(st, r->group, row, slot, rows, opened, chunk_rows,
+                                         0);
             if (got <= 0) {
-                if (got == 0 && !changed) {
-                    result = Py_NewRef(Py_False);
-                }
-                else if (got == 0) {
+                if (got == 0) {  /* (checked above: only a store changed meanwhile) */
                     PyErr_SetString(PyExc_SystemError, "remove_entity: a group's stores "
                                     "are out of step");
                 }
                 goto done;
             }
-            changed = 1;
             continue;
         }
-        Py_DECREF(owner);
-        if (got <= 0) {
-            if (got == 0) {
-                PyErr_SetString(PyExc_SystemError, "remove_entity: a store's group_size "
-                                "is not an int");
-            }
-            goto done;
-        }
         Py_ssize_t last = r->n - 1;  /* ComponentStore.remove_one */
-        changed = 1;
         r->index[slot] = -1;
         if (row != last) {
             move_row(r, row, last);

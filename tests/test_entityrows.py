@@ -9,7 +9,7 @@ keeps them are left to the Python path, unchanged."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -251,6 +251,15 @@ def test_bad_calls_raise() -> None:
         entityrows.remove_entity([], -1, 4)
 
 
+def twins(run: Callable[[World], None]) -> tuple[World, World]:
+    """``run`` on a fresh world with the extension and on one without."""
+    with_c, without = World(seed=1), World(seed=1)
+    run(with_c)
+    with python_rows():
+        run(without)
+    return with_c, without
+
+
 def numbered(prefix: str, count: int) -> list[type]:
     """``count`` one-field component types named ``prefix0``, ``prefix1``, ..."""
     return [component(name=f"{prefix}{i}")(
@@ -271,10 +280,7 @@ def test_more_levels_than_the_c_call_holds_go_to_python() -> None:
         keys = world.spawn_batch(*[t(v=2) for t in types], count=2)
         world.despawn(int(keys[0]))
 
-    with_c, without = World(seed=1), World(seed=1)
-    run(with_c)
-    with python_rows():
-        run(without)
+    with_c, without = twins(run)
     assert len(with_c) == 2
     assert internals(with_c) == internals(without)
 
@@ -297,10 +303,7 @@ def test_a_group_too_big_for_the_c_call_changes_nothing_before_python_removes() 
         world.spawn(Extra(v=6), *[t(v=i) for i, t in enumerate(types)])
         world.despawn(first)
 
-    with_c, without = World(seed=1), World(seed=1)
-    run(with_c)
-    with python_rows():
-        run(without)
+    with_c, without = twins(run)
     assert len(with_c) == 2
     assert internals(with_c) == internals(without)
     check_invariants(with_c)

@@ -337,5 +337,5 @@ def test_bad_slot_batches_change_nothing() -> None:
         release_slots(np.array([1], np.int32), *args, m.n_free, m.high_water)
     with pytest.raises(TypeError, match="takes 6 arguments"):
         release_slots(np.array([1], np.int64), *args)  # type: ignore[call-arg]
-    assert all((a == b).all() for a, b in zip(before, (m.generations, m.alive, m.free),
-                                              strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(before, (m.generations, m.alive, m.free),
+                                                    strict=True))
