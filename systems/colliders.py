@@ -126,6 +126,22 @@ class LevelColliders:
         return (float(rest.left.min()), float(rest.bottom.min()), float(rest.right.max()),
                 float(rest.top.max()))
 
+    @cached_property
+    def c_rest_bounds(self) -> tuple[float, float, float, float, bool] | None:
+        """:attr:`rest_bounds` and whether :attr:`narrow_axis` is y, as
+        ``systems/_fewbodies.c`` takes them (None: no unaligned boxes)."""
+        if len(self.rest.left) == 0:
+            return None
+        return (*self.rest_bounds, self.narrow_axis == "y")
+
+    @cached_property
+    def c_rest_boxes(self) -> np.ndarray:
+        """The unaligned boxes' (left, bottom, right, top), one box after another, as one
+        flat float64 array (as ``systems/_fewbodies.c`` takes them)."""
+        rest = self.rest
+        return np.stack([rest.left, rest.bottom, rest.right, rest.top], axis=1).astype(
+            np.float64).reshape(-1)
+
     def limits(self, axis: str, lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray,
                other_hi: np.ndarray, move: np.ndarray,
                skin: float) -> tuple[np.ndarray, np.ndarray]:

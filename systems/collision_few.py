@@ -1,13 +1,15 @@
-"""Platformer collision for a few bodies: one body at a time in plain Python floats.
+"""Platformer collision for a few bodies: one body at a time.
 
 Every numpy call costs about a microsecond whatever its length, and the vectorised move
 (``systems.collision._move``) makes well over a hundred of them per tick. Below
-:data:`FEW_BODIES` bodies a loop over Python floats is cheaper (the demo level moves about
-a dozen). It repeats the vectorised move step for step: the same float64 arithmetic in the
-same order, the same tile-table reads, the same rows in the same order, so the two give
-identical results (``tests/test_collision_few.py`` checks them against each other on random
-levels and bodies). Cases it does not cover return None and take the vectorised move: no
-tile grid, a body that may reach an unaligned box this tick, a non-finite value.
+:data:`FEW_BODIES` bodies a loop over the bodies is cheaper (the demo level moves about a
+dozen): in C (``systems/_fewbodies.c``) where it is built, else in Python floats. Both
+repeat the vectorised move step for step: the same float64 arithmetic in the same order,
+the same tile-table reads, the same rows in the same order, so all three give identical
+results (``tests/test_collision_few.py`` and ``tests/test_fewbodies.py`` check them
+against each other on random levels and bodies). Cases the loops do not cover return None
+and take the vectorised move: no tile grid, a body that may reach an unaligned box this
+tick, a non-finite value.
 """
 
 from __future__ import annotations
@@ -18,18 +20,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ecs_engine.native import c_function
 from ecs_engine.systems.tilegrid import TileGrid, _AxisTables
 
 if TYPE_CHECKING:
     from ecs_engine.systems.colliders import LevelColliders
 
-__all__ = ["FEW_BODIES", "move_few"]
+__all__ = ["FEW_BODIES", "FEW_BODIES_C", "FEW_BODIES_PYTHON", "move_few"]
 
-# Bodies up to which the per-body loop runs. Measured interleaved on the demo level's
-# colliders (bodies in open space): the loop took 0.34x the vectorised move's time at 4
-# bodies, 0.43x at 8, 0.74x at 16, 1.2x at 32 (about 2.5 us a body against a fixed
-# 60-80 us).
-FEW_BODIES = 20
+# The loop in C (systems/_fewbodies.c; None where not built or ECS_NO_C is set)
+_C_MOVE = c_function("systems._fewbodies", "move_bodies")
+
+# Bodies up to which each loop runs. Measured on the demo level's colliders (bodies in
+# open space), against the vectorised move's fixed 50-80 us: the Python loop took 0.34x
+# its time at 4 bodies, 0.43x at 8, 0.74x at 16, 1.2x at 32 (about 2.5 us a body); the C
+# loop 0.06x at 8 and 20 bodies, 0.08x at 100, 0.2x at 500, 0.45x at 2,000, 0.7x at
+# 4,000, about even at 8,000 and 1.3-1.5x beyond (about 25 ns a body, more once the rows
+# leave the cache).
+FEW_BODIES_PYTHON = 20
+FEW_BODIES_C = 2048
+FEW_BODIES = FEW_BODIES_C if _C_MOVE is not None else FEW_BODIES_PYTHON
 
 Bodies = tuple[np.ndarray, np.ndarray, np.ndarray]  # Position, Velocity, Collider rows
 Hits = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -43,22 +53,37 @@ def move_few(colliders: LevelColliders, parts: Sequence[Bodies], dt: float,
     tiles = colliders.tiles
     if tiles is None:
         return None
+    if _C_MOVE is not None:
+        done = _C_MOVE(tiles._x.c_args, tiles._y.c_args, colliders.c_rest_bounds, parts,
+                       dt, skin)
+        if done is not None:
+            wall_rows, wall_sides, floor_rows, floor_sides = done
+            return (np.array(wall_rows, np.int64), np.array(wall_sides, np.int8),
+                    np.array(floor_rows, np.int64), np.array(floor_sides, np.int8))
+    if sum(len(pos) for pos, _, _ in parts) > FEW_BODIES_PYTHON:
+        return None  # (more than the Python loop is worth: the C loop declined them)
     # A numpy scalar dt (np.float32(1 / 60)) would make every move below a numpy scalar,
     # and numpy computes a Python float with a float32 in float32; the vectorised move
     # casts dt to float64 (np.multiply(..., dtype=float64)), as float() does.
     dt = float(dt)
-    # Whole rows in one call each: (x, y), (vx, vy), (w, h) as exact Python floats.
-    pos_rows, vel_rows, col_rows = [], [], []
+    # Each field in one call: exact Python floats.
+    xs: list[float] = []
+    ys: list[float] = []
+    ws: list[float] = []
+    hs: list[float] = []
+    vxs: list[float] = []
+    vys: list[float] = []
     for pos, vel, col in parts:
-        pos_rows += pos.tolist()
-        vel_rows += vel.tolist()
-        col_rows += col.tolist()
-    xs = [x for x, _ in pos_rows]
-    ys = [y for _, y in pos_rows]
-    hws = [w * 0.5 for w, _ in col_rows]
-    hhs = [h * 0.5 for _, h in col_rows]
-    mxs = [vx * dt for vx, _ in vel_rows]
-    mys = [vy * dt for _, vy in vel_rows]
+        xs += pos["x"].tolist()
+        ys += pos["y"].tolist()
+        ws += col["w"].tolist()
+        hs += col["h"].tolist()
+        vxs += vel["x"].tolist()
+        vys += vel["y"].tolist()
+    hws = [w * 0.5 for w in ws]
+    hhs = [h * 0.5 for h in hs]
+    mxs = [vx * dt for vx in vxs]
+    mys = [vy * dt for vy in vys]
     # One sum of everything: inf or nan anywhere (floor() of either raises, numpy's clip
     # copes) makes it non-finite; finite float32 values cannot overflow it.
     if not math.isfinite(sum(xs) + sum(ys) + sum(hws) + sum(hhs) + sum(mxs) + sum(mys)):

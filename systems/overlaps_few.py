@@ -1,10 +1,11 @@
-"""Static-box overlap tests for a few query boxes, one box at a time in Python.
+"""Static-box overlap tests for a few query boxes, one box at a time.
 
 ``LevelColliders.overlaps`` (the stock ``solid_at``: patrols probe for ledges every tick)
-costs some thirty numpy calls whatever the number of boxes; for a handful a loop over
-Python numbers is cheaper. It reads the same summed-area table and compares the same
-values as the vectorised test, so both give the same mask
-(``tests/test_overlaps_few.py`` checks them against each other).
+costs some thirty numpy calls whatever the number of boxes; for a handful a loop over the
+boxes is cheaper: in C (``systems/_fewbodies.c``) where it is built, else in Python
+numbers. Both read the same summed-area table and compare the same values as the
+vectorised test, so all three give the same mask (``tests/test_overlaps_few.py`` and
+``tests/test_fewbodies.py`` check them against each other).
 """
 
 from __future__ import annotations
@@ -14,17 +15,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ecs_engine.native import c_function
+
 if TYPE_CHECKING:
     from ecs_engine.systems.colliders import LevelColliders
 
-__all__ = ["FEW_BOXES", "overlaps_few"]
+__all__ = ["FEW_BOXES", "FEW_BOXES_PYTHON", "FEW_PAIRS", "FEW_PAIRS_PYTHON", "overlaps_few"]
 
-# Query boxes up to which the loop runs, and (query boxes x unaligned boxes) pairs it
-# tests one by one. Measured interleaved on the demo level's colliders (point probes):
-# the loop took 0.35x the vectorised time at 4 boxes, 0.5x at 8, 0.8x at 16, 1.4x at 32
-# (about 1 us a box against ~25 us fixed).
-FEW_BOXES = 16
-FEW_PAIRS = 256
+# The loop in C (systems/_fewbodies.c; None where not built or ECS_NO_C is set)
+_C_OVERLAP = c_function("systems._fewbodies", "overlap_boxes")
+
+# Query boxes up to which each loop runs, and (query boxes x unaligned boxes) pairs it
+# tests one by one. Measured on the demo level's colliders (point probes), against the
+# vectorised test's fixed ~25 us: the Python loop took 0.35x its time at 4 boxes, 0.5x at
+# 8, 0.8x at 16, 1.4x at 32 (about 1 us a box); the C loop 0.02x at 8 boxes, 0.2x at 256,
+# 0.5x at 1,024 and about even at 4,096 (about 20 ns a box).
+FEW_BOXES_PYTHON = 16
+FEW_PAIRS_PYTHON = 256
+FEW_BOXES = 2048 if _C_OVERLAP is not None else FEW_BOXES_PYTHON
+FEW_PAIRS = 32768 if _C_OVERLAP is not None else FEW_PAIRS_PYTHON
 
 
 def overlaps_few(colliders: LevelColliders, left: np.ndarray, bottom: np.ndarray,
@@ -32,12 +41,18 @@ def overlaps_few(colliders: LevelColliders, left: np.ndarray, bottom: np.ndarray
     """``colliders.overlaps`` for up to :data:`FEW_BOXES` boxes given as 1-D arrays of
     equal length; None when it does not apply (more boxes, other shapes, too many
     unaligned boxes, a non-finite coordinate)."""
+    if _C_OVERLAP is not None and left.__class__ is np.ndarray and left.ndim == 1:
+        tiles = colliders.tiles
+        mask = np.empty(len(left), np.bool_)
+        if _C_OVERLAP(tiles.c_args if tiles is not None else None, colliders.c_rest_boxes,
+                      left, bottom, right, top, mask, FEW_BOXES, FEW_PAIRS):
+            return mask
     n = left.shape[0] if left.__class__ is np.ndarray and left.ndim == 1 else -1
-    if not 0 <= n <= FEW_BOXES or any(a.__class__ is not np.ndarray or a.shape != (n,)
-                                      for a in (bottom, right, top)):
+    if not 0 <= n <= min(FEW_BOXES, FEW_BOXES_PYTHON) or any(
+            a.__class__ is not np.ndarray or a.shape != (n,) for a in (bottom, right, top)):
         return None
     rest = colliders.rest
-    if n * len(rest.left) > FEW_PAIRS:
+    if n * len(rest.left) > min(FEW_PAIRS, FEW_PAIRS_PYTHON):
         return None
     ls, bs, rs, ts = left.tolist(), bottom.tolist(), right.tolist(), top.tolist()
     if not math.isfinite(sum(ls) + sum(bs) + sum(rs) + sum(ts)):

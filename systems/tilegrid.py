@@ -111,6 +111,11 @@ class _AxisTables:
         gives a Python float (an array's ``item`` costs about twice as much)."""
         return self.starts.data, self.ends.data
 
+    @cached_property
+    def c_args(self) -> tuple[np.ndarray, np.ndarray, int, int, int, int]:
+        """The tables as ``systems/_fewbodies.c`` takes them."""
+        return self.starts, self.ends, self.stride, self.origin, self.across, self.rows
+
     @classmethod
     def build(cls, solid: np.ndarray, origin: int, across: int) -> _AxisTables:
         rows, cols = solid.shape
@@ -300,6 +305,13 @@ class TileGrid:
         """The summed-area table flattened (row stride ``width + 1``) as a memoryview, for
         loops over a few boxes: indexing one gives a Python int."""
         return self.prefix.reshape(-1).data
+
+    @cached_property
+    def c_args(self) -> tuple[np.ndarray, int, int, int, int]:
+        """The summed-area table as ``systems/_fewbodies.c`` takes it: flat, with the
+        grid's origin and size."""
+        return (self.prefix.reshape(-1), self.origin_x, self.origin_y, self.width,
+                self.height)
 
     @cached_property
     def _flat(self) -> tuple[np.ndarray, np.ndarray]:

@@ -86,7 +86,7 @@ def _world(seed: int, n: int, grouped: bool) -> World:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 5, collision_few.FEW_BODIES, 60]),
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 5, collision_few.FEW_BODIES_PYTHON, 60]),
        st.booleans(), st.booleans())
 def test_grounded_is_what_writing_every_row_gives_and_moves_only_when_changed(
         seed: int, n: int, grouped: bool, compare: bool) -> None:

@@ -38,7 +38,8 @@ def test_ci_builds_the_c_key_check() -> None:
     """CI sets ECS_REQUIRE_C=1: a build that silently fell back to numpy fails there."""
     if not os.environ.get("ECS_REQUIRE_C"):
         pytest.skip("the C key check is optional here (ECS_REQUIRE_C is not set)")
-    for name in ("_keyindex", "_queryblock", "_removal", "_entityrows"):
+    for name in ("_keyindex", "_queryblock", "_removal", "_entityrows",
+                 "systems._fewbodies"):
         try:
             importlib.import_module(f"ecs_engine.{name}")
         except ImportError as exc:
@@ -215,7 +216,8 @@ def test_the_load_and_query_tests_pass_on_the_numpy_path_too() -> None:
              "test_lookahead.py", "test_load_memory.py", "test_keyindex.py",
              "test_savefile.py", "test_query.py", "test_query_reuse.py",
              "test_deferred_model.py", "test_queryblock.py", "test_removal.py",
-             "test_despawn_runs_review.py", "test_entityrows.py"))],
+             "test_despawn_runs_review.py", "test_entityrows.py", "test_fewbodies.py",
+             "test_collision_few.py", "test_overlaps_few.py"))],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "ECS_NO_C": "1"}, cwd=tests.parent)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -225,10 +227,12 @@ def test_the_load_and_query_tests_pass_on_the_numpy_path_too() -> None:
 def test_ecs_no_c_takes_the_numpy_path() -> None:
     code = ("from ecs_engine import snapshot, world; "
             "print(snapshot._index_in_one_pass, world.QUERY_BLOCKS_IN_C, "
-            "world.storage.REMOVES_IN_C, world._insert_entity, world._remove_entity)")
+            "world.storage.REMOVES_IN_C, world._insert_entity, world._remove_entity); "
+            "from ecs_engine.systems import collision_few, overlaps_few; "
+            "print(collision_few._C_MOVE, overlaps_few._C_OVERLAP, collision_few.FEW_BODIES)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "ECS_NO_C": "1"}, check=True).stdout
-    assert out.split() == ["None", "False", "False", "None", "None"]
+    assert out.split() == ["None", "False", "False", "None", "None", "None", "None", "20"]
 
 
 @needs_c
@@ -325,7 +329,7 @@ def test_bad_slot_batches_change_nothing() -> None:
 
     m = SlotMap(capacity=8)
     m.allocate(3)
-    before = (m.generations.copy(), m.alive.copy(), m.free.copy())
+    before: tuple[np.ndarray, ...] = (m.generations.copy(), m.alive.copy(), m.free.copy())
     args = (m.generations, m.alive, m.free)
     with pytest.raises(ValueError, match="outside the used table"):
         release_slots(np.array([1, 5], np.int64), *args, m.n_free, m.high_water)
@@ -337,5 +341,5 @@ def test_bad_slot_batches_change_nothing() -> None:
         release_slots(np.array([1], np.int32), *args, m.n_free, m.high_water)
     with pytest.raises(TypeError, match="takes 6 arguments"):
         release_slots(np.array([1], np.int64), *args)  # type: ignore[call-arg]
-    assert all(np.array_equal(a, b) for a, b in zip(before, (m.generations, m.alive, m.free),
-                                                    strict=True))
+    after: tuple[np.ndarray, ...] = (m.generations, m.alive, m.free)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))

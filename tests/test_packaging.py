@@ -42,10 +42,10 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
                      "ecs_engine/levels/data/demo/level.lvl", "ecs_engine/demo/__main__.py",
                      "ecs_engine/SAVE_FORMAT.md", "ecs_engine/_keyindex.pyi",
                      "ecs_engine/_queryblock.pyi", "ecs_engine/_removal.pyi",
-                     "ecs_engine/_entityrows.pyi"):
+                     "ecs_engine/_entityrows.pyi", "ecs_engine/systems/_fewbodies.pyi"):
         assert expected in names, expected
     # the optional C parts, compiled (CI has a compiler: see ECS_REQUIRE_C)
-    for part in ("_keyindex", "_queryblock", "_removal", "_entityrows"):
+    for part in ("_keyindex", "_queryblock", "_removal", "_entityrows", "systems/_fewbodies"):
         assert any(n.startswith(f"ecs_engine/{part}.") and n.endswith(".so") for n in names) \
             or not os.environ.get("ECS_REQUIRE_C"), sorted(names)
     assert not any(n.startswith(("benchmarks/", "tests/")) for n in names)
@@ -184,7 +184,7 @@ def test_the_sdist_holds_what_the_test_suite_needs(tmp_path: Path) -> None:
                    "tests/gl.py", "tests/data/pre_hierarchy.save", "benchmarks/__main__.py",
                    "README.md", "dev", "MANIFEST.in", "setup.py", "ecs_engine/_keyindex.c",
                    "ecs_engine/_queryblock.c", "ecs_engine/_removal.c", "ecs_engine/_entityrows.c",
-                   "ecs_engine/_buffers.h"):
+                   "ecs_engine/_buffers.h", "systems/_fewbodies.c"):
         assert needed in names, needed
     assert not any("__pycache__" in n or n.startswith("benchmarks/results/") for n in names)
     assert not any(n.endswith(".so") for n in names)  # (a build of the dev checkout)

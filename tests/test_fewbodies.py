@@ -1,0 +1,270 @@
+"""The few-bodies loops in C (``systems/_fewbodies.c``) against the Python loops they
+repeat and the vectorised collision: the same Position and Velocity bytes, the same hit
+rows and sides in the same order, the same overlap masks; and the same calls declined."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ecs_engine.systems import collision_few, overlaps_few
+from ecs_engine.systems.colliders import LevelColliders
+from ecs_engine.systems.collision import SKIN, _move
+from tests.test_collision_few import bodies
+from tests.test_collision_grids import SETTINGS, cell_boxes, levels
+
+C_MOVE = collision_few._C_MOVE
+C_OVERLAP = overlaps_few._C_OVERLAP
+needs_c = pytest.mark.skipif(C_MOVE is None or C_OVERLAP is None,
+                             reason="systems._fewbodies not built (or ECS_NO_C set)")
+
+
+@contextmanager
+def python_loops() -> Iterator[None]:
+    """The Python loops, as where the extension is not built."""
+    with mock.patch.object(collision_few, "_C_MOVE", None), \
+            mock.patch.object(overlaps_few, "_C_OVERLAP", None):
+        yield
+
+
+def level_with_odd_boxes(level: tuple, n_odd: int) -> tuple[LevelColliders, np.ndarray]:
+    """The level's cells as boxes plus ``n_odd`` unaligned ones, and those."""
+    solid, ox, oy, rng = level
+    h, w = solid.shape
+    l0 = rng.uniform(ox - 30, ox + w + 30, n_odd)
+    b0 = rng.uniform(oy - 30, oy + h + 30, n_odd)
+    odd = np.stack([l0, b0, l0 + rng.uniform(0.2, 3, n_odd), b0 + rng.uniform(0.2, 3, n_odd)],
+                   axis=1)
+    boxes = np.concatenate([cell_boxes(solid, ox, oy, rng), odd]).astype(np.float32)
+    return LevelColliders.build(*boxes.T), odd
+
+
+def copies(parts: list) -> list:
+    return [(p.copy(), v.copy(), c) for p, v, c in parts]
+
+
+def moved_by_each(colliders: LevelColliders, parts: list, dt: Any) -> dict[str, Any]:
+    """{way: (hits or None, the parts it wrote)} for the C loop, the Python loop and the
+    vectorised move (the loops on copies; None: declined, nothing written)."""
+    out = {}
+    mine = copies(parts)
+    out["c"] = (collision_few.move_few(colliders, mine, dt, SKIN), mine)
+    mine = copies(parts)
+    with python_loops():
+        out["python"] = (collision_few.move_few(colliders, mine, dt, SKIN), mine)
+    mine = copies(parts)
+    with mock.patch.object(collision_few, "FEW_BODIES", 0):
+        out["vectorised"] = (_move(colliders, mine, dt, None), mine)
+    return out
+
+
+def assert_same_moves(want: tuple, got: tuple) -> None:
+    (want_hits, want_parts), (got_hits, got_parts) = want, got
+    for a, b in zip(want_hits, got_hits, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    for (p, v, _), (q, u, _) in zip(want_parts, got_parts, strict=True):
+        assert p.tobytes() == q.tobytes()
+        assert v.tobytes() == u.tobytes()
+
+
+@needs_c
+@SETTINGS
+@given(levels(), st.integers(0, 3), st.integers(1, collision_few.FEW_BODIES_PYTHON),
+       st.integers(0, 5),
+       st.sampled_from([1 / 60, 1 / 30, 0.0125, "float32"]))
+def test_the_c_loop_moves_exactly_as_the_python_loop_and_the_vectorised_move(
+        level: tuple, n_odd: int, n: int, second: int, dt: Any) -> None:
+    solid, ox, oy, rng = level
+    h, w = solid.shape
+    colliders, _ = level_with_odd_boxes(level, n_odd)
+    k = min(second, n - 1)  # a second set of rows (collide's bodies without Grounded)
+    pos, vel, col = bodies(rng, n, ox, ox + w, oy, oy + h)
+    parts = [(pos[: n - k], vel[: n - k], col[: n - k])]
+    if k:
+        parts.append((pos[n - k :], vel[n - k :], col[n - k :]))
+    if dt == "float32":  # a numpy scalar dt: both loops take float(dt), as numpy does
+        dt = np.float32(1 / 60)
+    ways = moved_by_each(colliders, parts, dt)
+    # Both loops decline the same calls (a body that may reach an unaligned box).
+    assert (ways["c"][0] is None) == (ways["python"][0] is None)
+    if ways["c"][0] is None:
+        for (p, v, _), (q, u, _) in zip(parts, ways["c"][1], strict=True):
+            assert (p.tobytes(), v.tobytes()) == (q.tobytes(), u.tobytes())  # unwritten
+        return
+    assert_same_moves(ways["vectorised"], ways["c"])
+    assert_same_moves(ways["vectorised"], ways["python"])
+
+
+@needs_c
+@SETTINGS
+@given(levels(), st.integers(0, 2), st.integers(collision_few.FEW_BODIES_PYTHON + 1, 400))
+def test_the_c_loop_moves_more_bodies_exactly_as_the_vectorised_move(
+        level: tuple, n_odd: int, n: int) -> None:
+    """Beyond the Python loop's few the C loop alone runs (up to FEW_BODIES_C)."""
+    solid, ox, oy, rng = level
+    h, w = solid.shape
+    colliders, _ = level_with_odd_boxes(level, n_odd)
+    parts = [bodies(rng, n, ox, ox + w, oy, oy + h)]
+    ways = moved_by_each(colliders, parts, 1 / 60)
+    assert ways["python"][0] is None  # (more than the Python loop takes)
+    if ways["c"][0] is not None:
+        assert_same_moves(ways["vectorised"], ways["c"])
+
+
+@needs_c
+def test_a_declined_call_writes_nothing() -> None:
+    """A body near an unaligned box or a non-finite value: the C loop returns None before
+    writing, so the vectorised move starts from the rows as they were."""
+    solid = np.ones((3, 8), np.bool_)
+    rng = np.random.default_rng(2)
+    boxes = np.concatenate([cell_boxes(solid, 0, 0, rng),
+                            [[20.2, 0.3, 21.7, 1.1]]]).astype(np.float32)
+    colliders = LevelColliders.build(*boxes.T)
+    assert colliders.c_rest_bounds is not None
+    for case in ("near", "inf", "nan"):
+        pos, vel, col = bodies(rng, 5, 0, 8, 0, 3)
+        if case == "near":
+            pos["x"][3], pos["y"][3] = 20.5, 2.0
+        else:
+            vel["x"][2] = np.inf if case == "inf" else np.nan
+        before = pos.tobytes(), vel.tobytes()
+        assert C_MOVE is not None
+        tiles = colliders.tiles
+        assert tiles is not None
+        got = C_MOVE(tiles._x.c_args, tiles._y.c_args, colliders.c_rest_bounds,
+                     [(pos, vel, col)], 1 / 60, SKIN)
+        assert got is None, case
+        assert (pos.tobytes(), vel.tobytes()) == before
+
+
+@needs_c
+def test_arrays_the_c_loop_does_not_cover_go_to_the_python_loop() -> None:
+    """float64 fields, a read-only Velocity, a Position with a third field, rows of
+    unequal length: the C loop declines each (None, nothing written); the Python loop
+    then moves what it can exactly as the vectorised move does."""
+    solid = np.ones((3, 8), np.bool_)
+    rng = np.random.default_rng(3)
+    colliders = LevelColliders.build(*cell_boxes(solid, 0, 0, rng).astype(np.float32).T)
+    tiles = colliders.tiles
+    assert tiles is not None and C_MOVE is not None
+    pos, vel, col = bodies(rng, 6, -2, 10, -2, 6)
+    wide = np.zeros(6, [("x", np.float64), ("y", np.float64)])
+    wide["x"], wide["y"] = pos["x"], pos["y"]
+    three = np.zeros(6, [("x", np.float32), ("z", np.float32), ("y", np.float32)])
+    three["x"], three["y"], three["z"] = pos["x"], pos["y"], 7
+    frozen = vel.copy()
+    frozen.flags.writeable = False
+    for parts in ([(wide, vel, col)], [(pos, frozen, col)], [(pos, vel[:5], col)],
+                  [(pos.reshape(2, 3), vel.reshape(2, 3), col.reshape(2, 3))]):
+        before = [(p.tobytes(), v.tobytes()) for p, v, _ in parts]
+        assert C_MOVE(tiles._x.c_args, tiles._y.c_args, None, parts, 1 / 60, SKIN) is None
+        assert [(p.tobytes(), v.tobytes()) for p, v, _ in parts] == before
+    # A third field: C reads the fields by name (as the vectorised move does); the
+    # Python loop now does too (it unpacked whole rows, and raised).
+    ways = moved_by_each(colliders, [(three, vel, col)], 1 / 60)
+    assert ways["c"][0] is not None and ways["python"][0] is not None
+    assert_same_moves(ways["vectorised"], ways["c"])
+    assert_same_moves(ways["vectorised"], ways["python"])
+    assert (ways["c"][1][0][0]["z"] == 7).all()
+    # float64 fields: the Python loop takes them.
+    ways = moved_by_each(colliders, [(wide, vel, col)], 1 / 60)
+    assert ways["python"][0] is not None
+    assert_same_moves(ways["vectorised"], ways["c"])
+
+
+@needs_c
+@SETTINGS
+@given(levels(), st.integers(0, 4), st.one_of(st.integers(0, overlaps_few.FEW_BOXES_PYTHON),
+                                              st.integers(0, 300)),
+       st.sampled_from([np.float32, np.float64]), st.booleans())
+def test_the_c_overlap_loop_gives_the_python_loops_mask(level: tuple, n_odd: int, n: int,
+                                                        dtype: type, strided: bool) -> None:
+    solid, ox, oy, rng = level
+    h, w = solid.shape
+    colliders, odd = level_with_odd_boxes(level, n_odd)
+    x = rng.uniform(ox - 3, ox + w + 3, n)
+    y = rng.uniform(oy - 3, oy + h + 3, n)
+    snap = rng.random(n) < 0.4
+    x[snap], y[snap] = np.round(x[snap]), np.round(y[snap])  # edges on cell edges
+    half_w = rng.choice([1e-4, 0.25, 0.5, 1.0, 2.5], n)
+    half_h = rng.choice([1e-4, 0.25, 0.5, 1.0, 2.5], n)
+    query = [a.astype(dtype) for a in (x - half_w, y - half_h, x + half_w, y + half_h)]
+    if n_odd and n:  # some boxes touching an unaligned box's edge (open: no overlap)
+        k = rng.integers(n_odd, size=n)
+        edge = rng.random(n) < 0.3
+        query[0][edge] = odd[k[edge], 2].astype(np.float32)
+        query[2][edge] = query[0][edge] + 1
+        query[1][edge] = odd[k[edge], 1].astype(np.float32)
+        query[3][edge] = odd[k[edge], 3].astype(np.float32)
+    if strided:  # every other item of a longer array
+        query = [np.repeat(a, 2)[::2] for a in query]
+    hits = np.zeros(n, np.bool_)
+    assert C_OVERLAP is not None
+    tiles = colliders.tiles
+    took = C_OVERLAP(tiles.c_args if tiles is not None else None, colliders.c_rest_boxes,
+                     *query, hits, overlaps_few.FEW_BOXES, overlaps_few.FEW_PAIRS)
+    with python_loops():
+        looped = overlaps_few.overlaps_few(colliders, *query)
+    with mock.patch.object(overlaps_few, "FEW_BOXES", -1):
+        want = colliders.overlaps(*query)
+    assert took  # (finite boxes, within both bounds)
+    np.testing.assert_array_equal(hits, want)
+    if n <= overlaps_few.FEW_BOXES_PYTHON and n * n_odd <= overlaps_few.FEW_PAIRS_PYTHON:
+        assert looped is not None
+        np.testing.assert_array_equal(hits, looped)
+    else:
+        assert looped is None  # (more than the Python loop takes: the vectorised test)
+
+
+@needs_c
+def test_the_c_overlap_loop_declines_what_it_does_not_cover() -> None:
+    """Integer edges, too many boxes, a non-finite edge, edges of unequal length: None,
+    and the answer comes from the Python loop or the vectorised test, still right."""
+    solid = np.ones((3, 4), np.bool_)
+    colliders = LevelColliders.build(
+        *cell_boxes(solid, 0, 0, np.random.default_rng(0)).astype(np.float32).T)
+    assert colliders.tiles is not None and C_OVERLAP is not None
+    tiles = colliders.tiles.c_args
+    n = overlaps_few.FEW_BOXES + 1
+    cases = {"ints": [np.array([1, 5]), np.array([1, 1]), np.array([2, 6]), np.array([2, 2])],
+             "many": [np.full(n, v) for v in (1.0, 1.0, 1.5, 1.5)],
+             "nan": [np.array([1.0, np.nan]) + k for k in (0.0, 0.0, 0.5, 0.5)],
+             "ragged": [np.array([1.0, 2.0]), np.array([1.0]), np.array([1.5, 2.5]),
+                        np.array([1.5])]}
+    for name, query in cases.items():
+        hits = np.zeros(len(query[0]), np.bool_)
+        assert C_OVERLAP(tiles, colliders.c_rest_boxes, *query, hits,
+                         overlaps_few.FEW_BOXES, overlaps_few.FEW_PAIRS) is None, name
+        assert not hits.any()
+    assert colliders.overlaps(*cases["ints"]).tolist() == [True, False]
+    assert colliders.overlaps(*cases["many"]).all()
+
+
+def test_the_demo_runs_the_same_with_and_without_the_c_loops() -> None:
+    """120 ticks of the demo (a dozen bodies through the loops every tick, patrols probing
+    for ledges) end in the same state hash with the C loops and with the Python ones."""
+    import os
+
+    os.environ.setdefault("ARCADE_HEADLESS", "1")
+    from ecs_engine.demo.game import DT, Game
+
+    hashes = []
+    for python in (False, True):
+        game = Game("demo", history_seconds=DT, save_dir=os.devnull)
+        with python_loops() if python else mock.patch.object(collision_few, "FEW_BODIES",
+                                                             collision_few.FEW_BODIES):
+            for tick in range(120):
+                game.world.resources["input"] = {"right": tick % 40 < 30, "left": False,
+                                                 "jump": tick % 25 == 0,
+                                                 "shoot": tick % 10 == 0}
+                game.world.step(DT)
+        hashes.append(game.world.state_hash())
+    assert hashes[0] == hashes[1]
