@@ -4,9 +4,6 @@ rows and sides in the same order, the same overlap masks; and the same calls dec
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -16,91 +13,21 @@ from hypothesis import strategies as st
 
 from ecs_engine.systems import collision_few, overlaps_few
 from ecs_engine.systems.colliders import LevelColliders
-from ecs_engine.systems.collision import SKIN, _move
-from tests.test_collision_few import bodies
+from ecs_engine.systems.collision import SKIN
+from tests.test_collision_few import (
+    assert_same_moves,
+    bodies,
+    level_with_odd_boxes,
+    moved_by_each,
+    python_loops,
+)
 from tests.test_collision_grids import SETTINGS, cell_boxes, levels
+from tests.test_overlaps_few import level_and_probes
 
 C_MOVE = collision_few._C_MOVE
 C_OVERLAP = overlaps_few._C_OVERLAP
 needs_c = pytest.mark.skipif(C_MOVE is None or C_OVERLAP is None,
                              reason="systems._fewbodies not built (or ECS_NO_C set)")
-
-
-@contextmanager
-def python_loops() -> Iterator[None]:
-    """The Python loops, as where the extension is not built."""
-    with mock.patch.object(collision_few, "_C_MOVE", None), \
-            mock.patch.object(overlaps_few, "_C_OVERLAP", None):
-        yield
-
-
-def level_with_odd_boxes(level: tuple, n_odd: int) -> tuple[LevelColliders, np.ndarray]:
-    """The level's cells as boxes plus ``n_odd`` unaligned ones, and those."""
-    solid, ox, oy, rng = level
-    h, w = solid.shape
-    l0 = rng.uniform(ox - 30, ox + w + 30, n_odd)
-    b0 = rng.uniform(oy - 30, oy + h + 30, n_odd)
-    odd = np.stack([l0, b0, l0 + rng.uniform(0.2, 3, n_odd), b0 + rng.uniform(0.2, 3, n_odd)],
-                   axis=1)
-    boxes = np.concatenate([cell_boxes(solid, ox, oy, rng), odd]).astype(np.float32)
-    return LevelColliders.build(*boxes.T), odd
-
-
-def copies(parts: list) -> list:
-    return [(p.copy(), v.copy(), c) for p, v, c in parts]
-
-
-def moved_by_each(colliders: LevelColliders, parts: list, dt: Any) -> dict[str, Any]:
-    """{way: (hits or None, the parts it wrote)} for the C loop, the Python loop and the
-    vectorised move (the loops on copies; None: declined, nothing written)."""
-    out = {}
-    mine = copies(parts)
-    out["c"] = (collision_few.move_few(colliders, mine, dt, SKIN), mine)
-    mine = copies(parts)
-    with python_loops():
-        out["python"] = (collision_few.move_few(colliders, mine, dt, SKIN), mine)
-    mine = copies(parts)
-    with mock.patch.object(collision_few, "FEW_BODIES", 0):
-        out["vectorised"] = (_move(colliders, mine, dt, None), mine)
-    return out
-
-
-def assert_same_moves(want: tuple, got: tuple) -> None:
-    (want_hits, want_parts), (got_hits, got_parts) = want, got
-    for a, b in zip(want_hits, got_hits, strict=True):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
-    for (p, v, _), (q, u, _) in zip(want_parts, got_parts, strict=True):
-        assert p.tobytes() == q.tobytes()
-        assert v.tobytes() == u.tobytes()
-
-
-@needs_c
-@SETTINGS
-@given(levels(), st.integers(0, 3), st.integers(1, collision_few.FEW_BODIES_PYTHON),
-       st.integers(0, 5),
-       st.sampled_from([1 / 60, 1 / 30, 0.0125, "float32"]))
-def test_the_c_loop_moves_exactly_as_the_python_loop_and_the_vectorised_move(
-        level: tuple, n_odd: int, n: int, second: int, dt: Any) -> None:
-    solid, ox, oy, rng = level
-    h, w = solid.shape
-    colliders, _ = level_with_odd_boxes(level, n_odd)
-    k = min(second, n - 1)  # a second set of rows (collide's bodies without Grounded)
-    pos, vel, col = bodies(rng, n, ox, ox + w, oy, oy + h)
-    parts = [(pos[: n - k], vel[: n - k], col[: n - k])]
-    if k:
-        parts.append((pos[n - k :], vel[n - k :], col[n - k :]))
-    if dt == "float32":  # a numpy scalar dt: both loops take float(dt), as numpy does
-        dt = np.float32(1 / 60)
-    ways = moved_by_each(colliders, parts, dt)
-    # Both loops decline the same calls (a body that may reach an unaligned box).
-    assert (ways["c"][0] is None) == (ways["python"][0] is None)
-    if ways["c"][0] is None:
-        for (p, v, _), (q, u, _) in zip(parts, ways["c"][1], strict=True):
-            assert (p.tobytes(), v.tobytes()) == (q.tobytes(), u.tobytes())  # unwritten
-        return
-    assert_same_moves(ways["vectorised"], ways["c"])
-    assert_same_moves(ways["vectorised"], ways["python"])
 
 
 @needs_c
@@ -111,7 +38,7 @@ def test_the_c_loop_moves_more_bodies_exactly_as_the_vectorised_move(
     """Beyond the Python loop's few the C loop alone runs (up to FEW_BODIES_C)."""
     solid, ox, oy, rng = level
     h, w = solid.shape
-    colliders, _ = level_with_odd_boxes(level, n_odd)
+    colliders = level_with_odd_boxes(level, n_odd)
     parts = [bodies(rng, n, ox, ox + w, oy, oy + h)]
     ways = moved_by_each(colliders, parts, 1 / 60)
     assert ways["python"][0] is None  # (more than the Python loop takes)
@@ -187,23 +114,7 @@ def test_arrays_the_c_loop_does_not_cover_go_to_the_python_loop() -> None:
        st.sampled_from([np.float32, np.float64]), st.booleans())
 def test_the_c_overlap_loop_gives_the_python_loops_mask(level: tuple, n_odd: int, n: int,
                                                         dtype: type, strided: bool) -> None:
-    solid, ox, oy, rng = level
-    h, w = solid.shape
-    colliders, odd = level_with_odd_boxes(level, n_odd)
-    x = rng.uniform(ox - 3, ox + w + 3, n)
-    y = rng.uniform(oy - 3, oy + h + 3, n)
-    snap = rng.random(n) < 0.4
-    x[snap], y[snap] = np.round(x[snap]), np.round(y[snap])  # edges on cell edges
-    half_w = rng.choice([1e-4, 0.25, 0.5, 1.0, 2.5], n)
-    half_h = rng.choice([1e-4, 0.25, 0.5, 1.0, 2.5], n)
-    query = [a.astype(dtype) for a in (x - half_w, y - half_h, x + half_w, y + half_h)]
-    if n_odd and n:  # some boxes touching an unaligned box's edge (open: no overlap)
-        k = rng.integers(n_odd, size=n)
-        edge = rng.random(n) < 0.3
-        query[0][edge] = odd[k[edge], 2].astype(np.float32)
-        query[2][edge] = query[0][edge] + 1
-        query[1][edge] = odd[k[edge], 1].astype(np.float32)
-        query[3][edge] = odd[k[edge], 3].astype(np.float32)
+    colliders, query = level_and_probes(level, n_odd, n, dtype)
     if strided:  # every other item of a longer array
         query = [np.repeat(a, 2)[::2] for a in query]
     hits = np.zeros(n, np.bool_)
@@ -246,25 +157,3 @@ def test_the_c_overlap_loop_declines_what_it_does_not_cover() -> None:
         assert not hits.any()
     assert colliders.overlaps(*cases["ints"]).tolist() == [True, False]
     assert colliders.overlaps(*cases["many"]).all()
-
-
-def test_the_demo_runs_the_same_with_and_without_the_c_loops() -> None:
-    """120 ticks of the demo (a dozen bodies through the loops every tick, patrols probing
-    for ledges) end in the same state hash with the C loops and with the Python ones."""
-    import os
-
-    os.environ.setdefault("ARCADE_HEADLESS", "1")
-    from ecs_engine.demo.game import DT, Game
-
-    hashes = []
-    for python in (False, True):
-        game = Game("demo", history_seconds=DT, save_dir=os.devnull)
-        with python_loops() if python else mock.patch.object(collision_few, "FEW_BODIES",
-                                                             collision_few.FEW_BODIES):
-            for tick in range(120):
-                game.world.resources["input"] = {"right": tick % 40 < 30, "left": False,
-                                                 "jump": tick % 25 == 0,
-                                                 "shoot": tick % 10 == 0}
-                game.world.step(DT)
-        hashes.append(game.world.state_hash())
-    assert hashes[0] == hashes[1]

@@ -15,11 +15,11 @@ from ecs_engine.systems.colliders import LevelColliders
 from tests.test_collision_grids import SETTINGS, cell_boxes, levels
 
 
-@SETTINGS
-@given(levels(), st.integers(0, 4), st.integers(0, overlaps_few.FEW_BOXES),
-       st.sampled_from([np.float32, np.float64]))
-def test_few_boxes_overlap_exactly_as_the_vectorised_test(level: tuple, n_odd: int, n: int,
-                                                          dtype: type) -> None:
+def level_and_probes(level: tuple, n_odd: int, n: int,
+                     dtype: type) -> tuple[LevelColliders, list[np.ndarray]]:
+    """The level's cells as boxes plus ``n_odd`` unaligned boxes, and ``n`` query boxes
+    (left, bottom, right, top) of ``dtype`` around it: some with edges on cell edges, some
+    touching an unaligned box's edge."""
     solid, ox, oy, rng = level
     h, w = solid.shape
     l0, b0 = rng.uniform(ox, ox + w, n_odd), rng.uniform(oy, oy + h, n_odd)
@@ -41,6 +41,15 @@ def test_few_boxes_overlap_exactly_as_the_vectorised_test(level: tuple, n_odd: i
         query[2][edge] = query[0][edge] + 1
         query[1][edge] = odd[k[edge], 1].astype(np.float32)
         query[3][edge] = odd[k[edge], 3].astype(np.float32)
+    return colliders, query
+
+
+@SETTINGS
+@given(levels(), st.integers(0, 4), st.integers(0, overlaps_few.FEW_BOXES),
+       st.sampled_from([np.float32, np.float64]))
+def test_few_boxes_overlap_exactly_as_the_vectorised_test(level: tuple, n_odd: int, n: int,
+                                                          dtype: type) -> None:
+    colliders, query = level_and_probes(level, n_odd, n, dtype)
     with mock.patch.object(overlaps_few, "FEW_BOXES", -1):
         want = colliders.overlaps(*query)
     assert overlaps_few.overlaps_few(colliders, *query) is not None  # the loop applies
