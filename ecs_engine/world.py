@@ -236,7 +236,8 @@ class World(_QueryState):
 
     def store(self, ctype: type) -> ComponentStore:
         """The store of a component type (for engine extensions; prefer queries)."""
-        return self._store(ctype)
+        store = self._stores.get(ctype)  # (systems ask dozens of times a tick)
+        return store if store is not None else self._store(ctype)
 
     def _allocate(self, count: int) -> tuple[np.ndarray, int | None]:
         """New keys, and their first slot when all are fresh and consecutive."""

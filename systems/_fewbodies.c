@@ -163,11 +163,12 @@ write_f32(const Fields *f, Py_ssize_t row, Py_ssize_t offset, double value)
     memcpy(f->rows + row * f->stride + offset, &v, sizeof v);
 }
 
-/* `v` (a whole number, or +-inf) clamped to [lo, hi], as an integer. */
+/* `v` (a whole number, or +-inf) clamped to [lo, hi], as an integer (a nan, which the
+ * finite check keeps out, would give `lo`: never an out-of-range cast). */
 static long long
 clamp_whole(double v, long long lo, long long hi)
 {
-    return v < (double)lo ? lo : v > (double)hi ? hi : (long long)v;
+    return !(v >= (double)lo) ? lo : v > (double)hi ? hi : (long long)v;
 }
 
 /* collision_few._rows_one_by_one: the faces for a box over no grid row or more than
