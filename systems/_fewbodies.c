@@ -9,10 +9,22 @@
  * same order, so all three give the same bytes (tests/test_fewbodies.py). Anything
  * they do not cover (arrays of another kind, a non-finite value, a body near an
  * unaligned box) returns None before anything is written: the Python loop then takes
- * the call, and declines what it declines.
+ * the call, and declines what it declines. So does every call where doubles are not
+ * evaluated as doubles (FLT_EVAL_METHOD != 0: x87 code keeps extra precision between
+ * steps, which the Python loops do not).
  */
+
+/* Rows one call takes at the most (the callers stop far below: FEW_BODIES, FEW_BOXES). */
+#define MAX_ROWS (1 << 24)
+#define MAX_COORD (1LL << 30)  /* TileGrid.build keeps coordinates and sizes below this */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#define EXACT_DOUBLES 0
+#else
+#define EXACT_DOUBLES 1
+#endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -84,8 +96,9 @@ take_axis(PyObject *args, Axis *t)
     t->size = PyArray_DIM((PyArrayObject *)starts, 0);
     /* (the layout _pair_rows makes: 2 * rows + 3 table rows; TileGrid.build keeps
      * coordinates within 2**30, so no index below overflows) */
-    if (t->stride < 2 || t->rows < 0 || t->rows > (1LL << 30) || t->stride > (1LL << 30)
-            || llabs(t->origin) > (1LL << 31) || llabs(t->across) > (1LL << 31)
+    if (t->stride < 2 || t->rows < 0 || t->rows > MAX_COORD || t->stride > MAX_COORD
+            || t->origin < -MAX_COORD || t->origin > MAX_COORD
+            || t->across < -MAX_COORD || t->across > MAX_COORD
             || PyArray_DIM((PyArrayObject *)ends, 0) != t->size
             || t->size != (2 * t->rows + 3) * t->stride) {
         return 0;
@@ -102,13 +115,20 @@ typedef struct {
 } Fields;
 
 /* The byte offset of field `name` if it is a native float32 field of `descr`: 1; 0 when
- * it is not. */
+ * it is not. Only dtypes whose field names are all exact strings: looking up a name
+ * then runs no Python code (a str subclass's __eq__ could free the arrays held). */
 static int
 float32_field(PyArray_Descr *descr, PyObject *name, Py_ssize_t *offset)
 {
-    PyObject *fields = PyDataType_FIELDS(descr);
-    if (fields == NULL || !PyDict_Check(fields)) {
+    PyObject *fields = PyDataType_FIELDS(descr), *names = PyDataType_NAMES(descr);
+    if (fields == NULL || !PyDict_CheckExact(fields) || names == NULL
+            || !PyTuple_Check(names)) {
         return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i))) {
+            return 0;
+        }
     }
     PyObject *item = PyDict_GetItemWithError(fields, name);  /* (borrowed) */
     if (item == NULL || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 2) {
@@ -133,7 +153,7 @@ float32_field(PyArray_Descr *descr, PyObject *name, Py_ssize_t *offset)
 static int
 take_fields(PyObject *obj, PyObject *a, PyObject *b, int writable, Fields *out)
 {
-    if (!PyArray_Check(obj)) {
+    if (!PyArray_CheckExact(obj)) {  /* (a subclass may mean more: a mask, say) */
         return 0;
     }
     PyArrayObject *arr = (PyArrayObject *)obj;
@@ -333,19 +353,18 @@ move_bodies(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Axis ax, ay;
-    PyObject *rest = args[2], *parts = args[3];
+    PyObject *rest = args[2];
     double bounds[4] = {0, 0, 0, 0};
     int narrow_y = 0, has_rest = rest != Py_None;
-    double dt = PyFloat_AsDouble(args[4]);  /* (float(dt), as the Python loop takes it) */
-    if (dt == -1.0 && PyErr_Occurred()) {
-        return NULL;
-    }
-    double skin = PyFloat_AsDouble(args[5]);
+    /* float(dt), as the Python loop takes it (which also reports what float() refuses) */
+    double dt = PyFloat_AsDouble(args[4]);
+    double skin = dt == -1.0 && PyErr_Occurred() ? -1.0 : PyFloat_AsDouble(args[5]);
     if (skin == -1.0 && PyErr_Occurred()) {
-        return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
     }
-    if (!take_axis(args[0], &ax) || !take_axis(args[1], &ay) || !PyList_CheckExact(parts)
-            || PyList_GET_SIZE(parts) > MAX_PARTS) {
+    if (!EXACT_DOUBLES || !take_axis(args[0], &ax) || !take_axis(args[1], &ay)
+            || !PyList_CheckExact(args[3]) || PyList_GET_SIZE(args[3]) > MAX_PARTS) {
         Py_RETURN_NONE;
     }
     if (has_rest) {
@@ -360,23 +379,32 @@ move_bodies(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         narrow_y = PyTuple_GET_ITEM(rest, 4) == Py_True;
     }
-    Py_ssize_t n_parts = PyList_GET_SIZE(parts), n = 0;
+    /* The parts as a tuple: it holds every part (and so every array) for the call. */
+    PyObject *parts = PySequence_Tuple(args[3]);
+    if (parts == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n_parts = PyTuple_GET_SIZE(parts), n = 0;
     Fields pos[MAX_PARTS], vel[MAX_PARTS], col[MAX_PARTS];
+    double *work = NULL;
+    Py_ssize_t *rows = NULL;
+    PyObject *result = NULL;
     for (Py_ssize_t p = 0; p < n_parts; p++) {
-        PyObject *part = PyList_GET_ITEM(parts, p);
+        PyObject *part = PyTuple_GET_ITEM(parts, p);
         if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 3
                 || !take_fields(PyTuple_GET_ITEM(part, 0), st->x, st->y, 1, &pos[p])
                 || !take_fields(PyTuple_GET_ITEM(part, 1), st->x, st->y, 1, &vel[p])
                 || !take_fields(PyTuple_GET_ITEM(part, 2), st->w, st->h, 0, &col[p])
-                || vel[p].n != pos[p].n || col[p].n != pos[p].n) {
-            Py_RETURN_NONE;
+                || vel[p].n != pos[p].n || col[p].n != pos[p].n
+                || pos[p].n > MAX_ROWS - n) {
+            result = Py_NewRef(Py_None);
+            goto done;
         }
         n += pos[p].n;
     }
     /* xs, ys, hws, hhs, mxs, mys, then the other extents of each pass */
-    double *work = PyMem_Malloc((size_t)(n ? n : 1) * 10 * sizeof(double));
-    Py_ssize_t *rows = PyMem_Malloc((size_t)(n ? n : 1) * 4 * sizeof(Py_ssize_t));
-    PyObject *result = NULL;
+    work = PyMem_Malloc((size_t)(n ? n : 1) * 10 * sizeof(double));
+    rows = PyMem_Malloc((size_t)(n ? n : 1) * 4 * sizeof(Py_ssize_t));
     if (work == NULL || rows == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -394,7 +422,9 @@ move_bodies(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             mys[k] = read_f32(&vel[p], r, vel[p].b) * dt;
         }
     }
-    /* The Python loop's test: one sum of each list (left to right), then of the sums. */
+    /* The Python loop's test: one sum of each list (left to right), then of the sums.
+     * (From Python 3.12 sum() compensates its rounding: the two may then disagree on a
+     * sum right at the edge of overflow, which only decides who moves the bodies.) */
     double sums[6] = {0, 0, 0, 0, 0, 0};
     const double *lists[6] = {xs, ys, hws, hhs, mxs, mys};
     for (int j = 0; j < 6; j++) {
@@ -465,6 +495,7 @@ move_bodies(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 done:
     PyMem_Free(work);
     PyMem_Free(rows);
+    Py_DECREF(parts);
     return result;
 }
 
@@ -510,7 +541,7 @@ overlap_boxes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *tiles = args[0], *rest = args[1], *out_obj = args[6];
     long long few_boxes, few_pairs;
-    if (!exact_int(args[7], &few_boxes) || !exact_int(args[8], &few_pairs)
+    if (!EXACT_DOUBLES || !exact_int(args[7], &few_boxes) || !exact_int(args[8], &few_pairs)
             || !real_array(args[2])) {
         Py_RETURN_NONE;
     }
@@ -522,7 +553,7 @@ overlap_boxes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         edge[j] = (PyArrayObject *)args[2 + j];
     }
-    if (n > few_boxes || !plain_array(out_obj, NPY_BOOL, 1)
+    if (n > few_boxes || n > MAX_ROWS || !plain_array(out_obj, NPY_BOOL, 1)
             || PyArray_DIM((PyArrayObject *)out_obj, 0) != n
             || !plain_array(rest, NPY_FLOAT64, 0)) {
         Py_RETURN_NONE;
@@ -540,7 +571,8 @@ overlap_boxes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 || !exact_int(PyTuple_GET_ITEM(tiles, 2), &oy)
                 || !exact_int(PyTuple_GET_ITEM(tiles, 3), &width)
                 || !exact_int(PyTuple_GET_ITEM(tiles, 4), &height)
-                || width < 1 || height < 1
+                || width < 1 || height < 1 || width > MAX_COORD || height > MAX_COORD
+                || ox < -MAX_COORD || ox > MAX_COORD || oy < -MAX_COORD || oy > MAX_COORD
                 || PyArray_DIM((PyArrayObject *)PyTuple_GET_ITEM(tiles, 0), 0)
                    != (width + 1) * (height + 1)) {
             Py_RETURN_NONE;

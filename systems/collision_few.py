@@ -60,8 +60,10 @@ def move_few(colliders: LevelColliders, parts: Sequence[Bodies], dt: float,
             wall_rows, wall_sides, floor_rows, floor_sides = done
             return (np.array(wall_rows, np.int64), np.array(wall_sides, np.int8),
                     np.array(floor_rows, np.int64), np.array(floor_sides, np.int8))
-    if sum(len(pos) for pos, _, _ in parts) > FEW_BODIES_PYTHON:
-        return None  # (more than the Python loop is worth: the C loop declined them)
+    if sum(len(pos) for pos, _, _ in parts) > FEW_BODIES_PYTHON or any(
+            a.__class__ is not np.ndarray for part in parts for a in part):
+        return None  # (more than the Python loop is worth, or arrays that may mean more
+        # than their values, such as a mask: the vectorised move)
     # A numpy scalar dt (np.float32(1 / 60)) would make every move below a numpy scalar,
     # and numpy computes a Python float with a float32 in float32; the vectorised move
     # casts dt to float64 (np.multiply(..., dtype=float64)), as float() does.

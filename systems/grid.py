@@ -85,11 +85,13 @@ class StaticGrid:
     def _cell_range(left: np.ndarray, bottom: np.ndarray, right: np.ndarray, top: np.ndarray,
                     ox: float, oy: float, cell: float, width: int,
                     height: int) -> tuple[np.ndarray, ...]:
-        cx0 = np.clip(np.floor((left - ox) / cell), 0, width - 1).astype(np.int64)
-        cx1 = np.clip(np.floor((right - ox) / cell), 0, width - 1).astype(np.int64)
-        cy0 = np.clip(np.floor((bottom - oy) / cell), 0, height - 1).astype(np.int64)
-        cy1 = np.clip(np.floor((top - oy) / cell), 0, height - 1).astype(np.int64)
-        return cx0, cx1, cy0, cy1
+        # (fmin/fmax clamps: a nan edge lands in the grid instead of in an int64 cast)
+        def cells(edge: np.ndarray, origin: float, count: int) -> np.ndarray:
+            return np.fmax(np.fmin(np.floor((edge - origin) / cell), count - 1),
+                           0).astype(np.int64)
+
+        return (cells(left, ox, width), cells(right, ox, width), cells(bottom, oy, height),
+                cells(top, oy, height))
 
     def pairs(self, left: np.ndarray, bottom: np.ndarray, right: np.ndarray,
               top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -104,11 +106,16 @@ class StaticGrid:
                    & (bottom[:, None] < self.top) & (top[:, None] > self.bottom))
             qi, bi = np.nonzero(hit)
             return qi, bi
-        cx0, cx1, cy0, cy1 = self._cell_range(left, bottom, right, top, self.origin_x,
+        # The cells between each box's edges, in either order: a box given with left >
+        # right overlaps, by the open test below (and the brute force above), the boxes
+        # that hold it from right to left, which sit in those cells.
+        x_lo, x_hi = np.fmin(left, right), np.fmax(left, right)
+        y_lo, y_hi = np.fmin(bottom, top), np.fmax(bottom, top)
+        cx0, cx1, cy0, cy1 = self._cell_range(x_lo, y_lo, x_hi, y_hi, self.origin_x,
                                               self.origin_y, self.cell, self.width, self.height)
-        outside = ((right < self.origin_x) | (top < self.origin_y)
-                   | (left > self.origin_x + self.width * self.cell)
-                   | (bottom > self.origin_y + self.height * self.cell))
+        outside = ((x_hi < self.origin_x) | (y_hi < self.origin_y)
+                   | (x_lo > self.origin_x + self.width * self.cell)
+                   | (y_lo > self.origin_y + self.height * self.cell))
         wc = cx1 - cx0 + 1
         counts = np.where(outside, 0, wc * (cy1 - cy0 + 1))
         query, k = _expand(counts)

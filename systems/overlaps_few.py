@@ -49,8 +49,9 @@ def overlaps_few(colliders: LevelColliders, left: np.ndarray, bottom: np.ndarray
             return mask
     n = left.shape[0] if left.__class__ is np.ndarray and left.ndim == 1 else -1
     if not 0 <= n <= min(FEW_BOXES, FEW_BOXES_PYTHON) or any(
-            a.__class__ is not np.ndarray or a.shape != (n,) for a in (bottom, right, top)):
-        return None
+            a.__class__ is not np.ndarray or a.shape != (n,) or a.dtype.kind != "f"
+            for a in (left, bottom, right, top)):
+        return None  # (integers: exact here, rounded to float64 by the vectorised test)
     rest = colliders.rest
     if n * len(rest.left) > min(FEW_PAIRS, FEW_PAIRS_PYTHON):
         return None

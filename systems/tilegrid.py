@@ -132,6 +132,16 @@ class _AxisTables:
         return table[2 * padded_row * self.stride + col]
 
 
+def _int32_indices(origin: int, across: int, cells: int, rows: int) -> bool:
+    """Whether every step of :meth:`TileGrid.stops`' table index for motion along an axis
+    (``cells`` cells from ``origin``, ``rows`` grid rows across it from ``across``) fits
+    int32, the index arithmetic's type: (first + last row) * stride, plus the column, plus
+    the shift back to the table's first row."""
+    stride = cells + 2
+    biggest = 2 * (abs(across) + rows + 1) * stride + abs(origin) + stride + 2
+    return biggest < 2**31
+
+
 @dataclass(frozen=True)
 class TileGrid:
     """Solid cells of aligned static boxes and the run-face tables of both axes."""
@@ -154,8 +164,9 @@ class TileGrid:
             return None
         ox, oy = int(left.min()), int(bottom.min())
         width, height = int(right.max()) - ox, int(top.max()) - oy
-        if width * height > MAX_CELLS or max(abs(ox), abs(oy)) + width + height > 1 << 30:
-            return None  # (table indices are int32 arithmetic)
+        if width * height > MAX_CELLS or not (_int32_indices(ox, oy, width, height)
+                                              and _int32_indices(oy, ox, height, width)):
+            return None
         x0, x1 = left.astype(np.int64) - ox, right.astype(np.int64) - ox
         y0, y1 = bottom.astype(np.int64) - oy, top.astype(np.int64) - oy
         # Paint every box at once: +1/-1 at its corners, then a 2D prefix sum.

@@ -314,3 +314,51 @@ def test_move_boxes_matches_brute_force_through_both_grids(level: tuple, n_odd: 
     both[:] = 0
     both[floor_rows] = floor_side
     np.testing.assert_array_equal(both, floor)
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.integers(1, 60))
+def test_the_general_grids_cell_search_overlaps_as_every_pair_does(seed: int, n_boxes: int,
+                                                                   n_queries: int) -> None:
+    """Query boxes given with left > right or bottom > top, and with nan or infinite edges:
+    the cell search raised on a negative repeat count (or cast a nan to int64) where the
+    every-pair test answers; both now give the same mask (the open test: a box given
+    backwards overlaps the boxes that hold it from right to left)."""
+    rng = np.random.default_rng(seed)
+    left, bottom = rng.uniform(-10, 10, n_boxes), rng.uniform(-10, 10, n_boxes)
+    grid = StaticGrid.build(left, bottom, left + rng.uniform(0.05, 6, n_boxes),
+                            bottom + rng.uniform(0.05, 6, n_boxes),
+                            cell=float(rng.choice([0.5, 2.0, 4.0])))
+    edges = rng.uniform(-14, 14, (4, n_queries))
+    odd = rng.random((4, n_queries))
+    edges[odd < 0.05] = np.nan
+    edges[(odd >= 0.05) & (odd < 0.08)] = np.inf
+    edges[(odd >= 0.08) & (odd < 0.1)] = -np.inf
+    with mock.patch.object(grid_module, "BRUTE_FORCE_PAIRS", 10**9):
+        want = grid.overlaps(*edges)
+    with mock.patch.object(grid_module, "BRUTE_FORCE_PAIRS", 0), np.errstate(invalid="ignore"):
+        got = grid.overlaps(*edges)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("origin", [2**20, 2**23, -(2**23), 2**29])
+def test_a_level_far_from_the_origin_moves_the_same_every_way(origin: int) -> None:
+    """The tile grid's index arithmetic is int32: a level at 2**23 made it overflow (an
+    OverflowError from the vectorised move, where the loops moved the bodies). Such a
+    level now goes to the general grid when its indices would not fit, and every path
+    moves its bodies alike."""
+    from ecs_engine.systems import collision_few
+    from ecs_engine.systems.collision import _move
+
+    o = float(origin)
+    colliders = LevelColliders.build(*np.array([[o, o, o + 200, o + 1]], np.float32).T)
+    dtype = [("x", np.float32), ("y", np.float32)]
+    moved = []
+    for few in (collision_few.FEW_BODIES, 0):
+        pos = np.array([(o + 2, o + 3), (o + 150, o + 1.4)], dtype)
+        vel = np.array([(0, -60), (30, -5)], dtype)
+        col = np.array([(1, 1), (0.5, 0.75)], [("w", np.float32), ("h", np.float32)])
+        with mock.patch.object(collision_few, "FEW_BODIES", few):
+            hits = _move(colliders, [(pos, vel, col)], 1 / 60, None)
+        moved.append(([h.tolist() for h in hits], pos.tobytes(), vel.tobytes()))
+    assert moved[0] == moved[1]

@@ -4,6 +4,7 @@ rows and sides in the same order, the same overlap masks; and the same calls dec
 
 from __future__ import annotations
 
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -157,3 +158,57 @@ def test_the_c_overlap_loop_declines_what_it_does_not_cover() -> None:
         assert not hits.any()
     assert colliders.overlaps(*cases["ints"]).tolist() == [True, False]
     assert colliders.overlaps(*cases["many"]).all()
+
+
+@needs_c
+def test_arguments_that_could_reach_past_the_arrays_are_declined() -> None:
+    """An outside review's crashes, each now a None (nothing read or written): rows whose
+    count overflowed the work buffer's size (stride-0 views of 2**59 rows), a field name
+    whose == frees the arrays mid-call (a str subclass), a table whose size check
+    overflowed; and values the loops leave to Python: a dt float() refuses here, a
+    masked Position."""
+    from numpy.lib.stride_tricks import as_strided
+
+    from ecs_engine.systems import _fewbodies
+
+    colliders = LevelColliders.build(*np.array([[0, 0, 4, 1]], np.float32).T)
+    tiles = colliders.tiles
+    assert tiles is not None and C_MOVE is not None
+    pos_t = np.dtype([("x", "<f4"), ("y", "<f4")])
+    size_t = np.dtype([("w", "<f4"), ("h", "<f4")])
+
+    def endless(n: int) -> tuple[np.ndarray, ...]:
+        return tuple(as_strided(np.zeros(1, d), (n,), (0,)) for d in (pos_t, pos_t, size_t))
+
+    assert C_MOVE(tiles._x.c_args, tiles._y.c_args, None,
+                  [endless(1 << 59), endless(1 << 59), endless(1)], 1 / 60, SKIN) is None
+
+    parts: list[Any] = [(np.zeros(1 << 16, pos_t), np.zeros(1 << 16, pos_t),
+                         np.ones(1 << 16, size_t))]
+
+    class Name(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            parts.clear()
+            return str.__eq__(self, other)
+
+    odd = np.dtype([(Name("x"), "<f4"), ("y", "<f4")])
+    parts.append((np.zeros(1, odd), np.zeros(1, pos_t), np.ones(1, size_t)))
+    assert C_MOVE(tiles._x.c_args, tiles._y.c_args, None, parts, 1 / 60, SKIN) is None
+
+    probe = [np.array([v]) for v in (0.5, 0.5, 1.5, 1.5)]
+    hits = np.zeros(1, np.bool_)
+    for width, height in (((1 << 62) - 1, 3), (2**32 - 1, 2**32 - 1)):
+        assert _fewbodies.overlap_boxes((np.zeros(0, np.int32), 0, 0, width, height),
+                                        np.zeros(0), probe[0], probe[1], probe[2], probe[3],
+                                        hits, 10, 10) is None
+
+    pos, vel, col = (np.zeros(2, pos_t), np.zeros(2, pos_t), np.ones(2, size_t))
+    assert C_MOVE(tiles._x.c_args, tiles._y.c_args, None, [(pos, vel, col)], "1/60",
+                  SKIN) is None
+    masked = np.ma.masked_array(pos, mask=[(True, False), (False, False)])
+    assert C_MOVE(tiles._x.c_args, tiles._y.c_args, None, [(masked, vel, col)], 1 / 60,
+                  SKIN) is None
+    with python_loops():  # (and the Python loop leaves it to the vectorised move)
+        assert collision_few.move_few(colliders, [(masked, vel, col)], 1 / 60, SKIN) is None
