@@ -14,14 +14,6 @@
  * steps, which the Python loops do not).
  */
 
-/* Rows one call takes at the most (the callers stop far below: FEW_BODIES, FEW_BOXES). */
-#define MAX_ROWS (1 << 24)
-#define MAX_COORD (1LL << 30)  /* TileGrid.build keeps coordinates and sizes below this */
-#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
-#define EXACT_DOUBLES 0
-#else
-#define EXACT_DOUBLES 1
-#endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <float.h>
@@ -30,6 +22,16 @@
 #include <string.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+
+/* Rows one call takes at the most (the callers stop far below: FEW_BODIES, FEW_BOXES). */
+#define MAX_ROWS (1 << 24)
+#define MAX_COORD (1LL << 30)  /* TileGrid.build keeps coordinates and sizes below this */
+/* (after <float.h>, which defines FLT_EVAL_METHOD) */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#define EXACT_DOUBLES 0
+#else
+#define EXACT_DOUBLES 1
+#endif
 
 typedef struct {
     PyObject *x, *y, *w, *h;  /* the field names the stock components use */
@@ -402,15 +404,15 @@ move_bodies(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         n += pos[p].n;
     }
-    /* xs, ys, hws, hhs, mxs, mys, then the other extents of each pass */
-    work = PyMem_Malloc((size_t)(n ? n : 1) * 10 * sizeof(double));
+    /* xs, ys, hws, hhs, mxs, mys, then the extent across each pass */
+    work = PyMem_Malloc((size_t)(n ? n : 1) * 8 * sizeof(double));
     rows = PyMem_Malloc((size_t)(n ? n : 1) * 4 * sizeof(Py_ssize_t));
     if (work == NULL || rows == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     double *xs = work, *ys = xs + n, *hws = ys + n, *hhs = hws + n, *mxs = hhs + n;
-    double *mys = mxs + n, *lo = mys + n, *hi = lo + n, *lo2 = hi + n, *hi2 = lo2 + n;
+    double *mys = mxs + n, *across_lo = mys + n, *across_hi = across_lo + n;
     Py_ssize_t k = 0;
     for (Py_ssize_t p = 0; p < n_parts; p++) {
         for (Py_ssize_t r = 0; r < pos[p].n; r++, k++) {
@@ -440,20 +442,20 @@ move_bodies(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     /* x pass: the box's own extent along x, its y extent across. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        lo2[i] = ys[i] - hhs[i];
-        hi2[i] = ys[i] + hhs[i];
+        across_lo[i] = ys[i] - hhs[i];
+        across_hi[i] = ys[i] + hhs[i];
     }
     Py_ssize_t *wall = rows, *floor_rows = rows + n, *back = rows + 2 * n;
     Py_ssize_t n_wall, n_floor;
-    Py_ssize_t wall_fwd = sweep(&ax, xs, hws, mxs, lo2, hi2, n, skin, wall, back, &n_wall);
+    Py_ssize_t wall_fwd = sweep(&ax, xs, hws, mxs, across_lo, across_hi, n, skin, wall, back,
+                                &n_wall);
     /* y pass: across it, the moved x extent. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        lo[i] = xs[i] - hws[i];
-        hi[i] = xs[i] + hws[i];
+        across_lo[i] = xs[i] - hws[i];
+        across_hi[i] = xs[i] + hws[i];
     }
-    Py_ssize_t floor_fwd = sweep(&ay, ys, hhs, mys, lo, hi, n, skin, floor_rows, back,
-                                 &n_floor);
-    k = 0;
+    Py_ssize_t floor_fwd = sweep(&ay, ys, hhs, mys, across_lo, across_hi, n, skin, floor_rows,
+                                 back, &n_floor);
     Py_ssize_t start = 0;
     for (Py_ssize_t p = 0; p < n_parts; p++) {
         Py_ssize_t stop = start + pos[p].n;
@@ -541,17 +543,20 @@ overlap_boxes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *tiles = args[0], *rest = args[1], *out_obj = args[6];
     long long few_boxes, few_pairs;
-    if (!EXACT_DOUBLES || !exact_int(args[7], &few_boxes) || !exact_int(args[8], &few_pairs)
-            || !real_array(args[2])) {
+    if (!EXACT_DOUBLES || !exact_int(args[7], &few_boxes) || !exact_int(args[8], &few_pairs)) {
         Py_RETURN_NONE;
     }
     PyArrayObject *edge[4];
-    Py_ssize_t n = PyArray_DIM((PyArrayObject *)args[2], 0);
+    Py_ssize_t n = -1;
     for (int j = 0; j < 4; j++) {
-        if (!real_array(args[2 + j]) || PyArray_DIM((PyArrayObject *)args[2 + j], 0) != n) {
+        if (!real_array(args[2 + j])) {
             Py_RETURN_NONE;
         }
         edge[j] = (PyArrayObject *)args[2 + j];
+        if (n >= 0 && PyArray_DIM(edge[j], 0) != n) {
+            Py_RETURN_NONE;
+        }
+        n = PyArray_DIM(edge[j], 0);
     }
     if (n > few_boxes || n > MAX_ROWS || !plain_array(out_obj, NPY_BOOL, 1)
             || PyArray_DIM((PyArrayObject *)out_obj, 0) != n

@@ -164,9 +164,10 @@ class TileGrid:
             return None
         ox, oy = int(left.min()), int(bottom.min())
         width, height = int(right.max()) - ox, int(top.max()) - oy
-        if width * height > MAX_CELLS or not (_int32_indices(ox, oy, width, height)
-                                              and _int32_indices(oy, ox, height, width)):
-            return None
+        if (width * height > MAX_CELLS or max(abs(ox), abs(oy)) + width + height > 1 << 30
+                or not (_int32_indices(ox, oy, width, height)
+                        and _int32_indices(oy, ox, height, width))):
+            return None  # (table indices are int32 arithmetic)
         x0, x1 = left.astype(np.int64) - ox, right.astype(np.int64) - ox
         y0, y1 = bottom.astype(np.int64) - oy, top.astype(np.int64) - oy
         # Paint every box at once: +1/-1 at its corners, then a 2D prefix sum.
