@@ -61,7 +61,7 @@ class BufferPool:
     def __init__(self, keep: int = 4) -> None:
         self.keep = keep
         self._buffers: list[np.ndarray] = []
-        self._lock = threading.Lock()  # (a load's key-check thread takes memory too)
+        self._lock = threading.Lock()  # (take and offer from several threads stay consistent)
         self.taken: list[int] | None = None  # a list: the size of each pooled take goes in
 
     def take(self, nbytes: int) -> np.ndarray:

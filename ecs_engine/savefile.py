@@ -30,6 +30,7 @@ import xxhash
 from ecs_engine.atomicfile import write_atomic
 from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.memcopy import as_bytes, root_of
+from ecs_engine.readahead import ReadAhead
 from ecs_engine.savevalues import (
     BIT_GENERATORS,
     check_value,
@@ -717,56 +718,42 @@ def arriving_columns(buf: np.ndarray, size: int, wait: Callable[[int], int]
             yield kind, name, arr
 
 
-READ_CHUNK = 1 << 21  # bytes read (and hashed while in cache) at a time
-
-
 def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> Snapshot:
     """Read and parse a save file (``OSError`` if it cannot be read, ``SaveFileError``
     naming the file if it is bad).
 
-    The file is read in pieces that are hashed right after they arrive (while in cache),
-    into memory from ``pool`` when given (a world's pool: memory a dropped snapshot or an
-    earlier load used, which costs no page faults). The snapshot's columns are views into
-    that memory, so the pool reuses it only after the snapshot is gone.
+    A big file is read on a second thread while this one hashes each piece right after
+    it arrived (``ReadAhead``), into memory from ``pool`` when given (a world's pool:
+    memory a dropped snapshot or an earlier load used, which costs no page faults). The
+    snapshot's columns are views into that memory, so the pool reuses it only after the
+    snapshot is gone.
     """
     return read_file_memory(path, pool)[0]
 
 
 class ReadWatcher(Protocol):
-    """Told how far a file read has come (``ecs_engine.lookahead`` checks keys meanwhile)."""
+    """Works on a file's bytes while the rest is read (``ecs_engine.lookahead`` checks
+    the keys): ``read(buf, size, wait)`` runs once, on the caller's thread, as the read
+    starts; ``wait(n)`` returns how many bytes are in (and hashed) once the first ``n``
+    are (fewer: they never will be). It must not raise: the full parse after the read
+    reports what is wrong with the file."""
 
-    def started(self, buf: np.ndarray, size: int) -> None: ...
-    def arrived(self, got: int) -> None: ...
-    def finished(self) -> None: ...
+    def read(self, buf: np.ndarray, size: int, wait: Callable[[int], int]) -> None: ...
 
 
 def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = None,
                      watcher: ReadWatcher | None = None) -> tuple[Snapshot, np.ndarray]:
     """``read_file``, and the buffer the snapshot's columns view (for a world load to
-    take over instead of copying). ``watcher`` hears of every piece as it arrives
-    (``finished`` always runs, also when reading fails)."""
+    take over instead of copying). ``watcher`` works on the bytes as they arrive."""
     with open(path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
         buf = pool.take(size) if pool is not None else np.empty(size, np.uint8)
-        hashed = max(0, size - CHECKSUM_SIZE)  # the checksum covers all but its own bytes
+        covered = max(0, size - CHECKSUM_SIZE)  # the checksum covers all but its own bytes
         hasher = xxhash.xxh3_64()
-        got = 0
-        view = buf.data
-        try:
+        with ReadAhead(f, buf, size, hasher.update, covered) as reader:
             if watcher is not None:
-                watcher.started(buf, size)
-            while got < size:
-                n = f.readinto(view[got : min(size, got + READ_CHUNK)])
-                if not n:
-                    break
-                if got < hashed:
-                    hasher.update(view[got : min(got + n, hashed)])
-                got += n
-                if watcher is not None:
-                    watcher.arrived(got)
-        finally:
-            if watcher is not None:
-                watcher.finished()
+                watcher.read(buf, size, reader.wait)
+            got = reader.wait(size)
     try:
         return _decode(buf[:got], hasher.intdigest() if got == size else None), root_of(buf)
     except SaveFileError as exc:

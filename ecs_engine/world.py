@@ -1320,7 +1320,7 @@ class World(_QueryState):
                 chained = chained.__cause__ or chained.__context__
             raise
         finally:
-            lookahead.stop()  # (joined already unless the load failed before the restore)
+            lookahead.stop()  # (lets go of the indexes a failed load built)
             pool.trim(pool.taken)
             pool.taken = None
 
@@ -1344,9 +1344,8 @@ class World(_QueryState):
                     if found is not None:
                         types[s.name] = found
                 snap = rederive(snap, derived, registry, types)
-            # The slot table's checks and arrays first: they need no key check, so they
-            # run while the key-check thread finishes (results() waits for it). A big
-            # file's table was prepared on that thread while the rest was read.
+            # A big file's slot table was checked and laid out, and its keys checked,
+            # while the rest of it was read (lookahead); what fits is used here.
             prepared = lookahead.prepared_slots(snap.slots) or prepare_slots(self, snap.slots)
             event = restore_snapshot(self, snap, "file", memory, lookahead.results(),
                                      prepared)

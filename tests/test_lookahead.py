@@ -1,7 +1,7 @@
-"""Keys checked on a second thread while a big save is read (``ecs_engine.lookahead``).
+"""Keys checked while the rest of a big save is read (``ecs_engine.lookahead``).
 
-The thread may only save work: a load gives the same world, or the same error naming the
-same problem, whether the thread's indexes were used, ignored or never built.
+The checks during the read may only save work: a load gives the same world, or the same
+error naming the same problem, whether their indexes were used, ignored or never built.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ecs_engine import SaveFileError, Snapshot, World, component, lookahead
+from ecs_engine import SaveFileError, Snapshot, World, component, lookahead, readahead
 from ecs_engine.snapshot import KeyIndex, LiveSlots, StoreSnapshot
 from tests.test_load_memory import Link, Pos, Vel
 from tests.world_state import check_invariants, world_state
@@ -48,113 +48,107 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     return path, world_state(world)
 
 
-def record_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    threads: list[str] = []
+def record_builds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record, for each store's key check, whether a file was being read meanwhile."""
+    during: list[bool] = []
     real = KeyIndex.build.__func__  # type: ignore[attr-defined]
 
     def build(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
-        threads.append(threading.current_thread().name)
+        during.append(any(t.name == "ecs-engine-file-read" for t in threading.enumerate()))
         return real(cls, *args, **kw)
 
     monkeypatch.setattr(KeyIndex, "build", classmethod(build))
-    return threads
+    return during
 
 
-def test_a_big_load_checks_every_store_once_off_the_critical_path(
+def slow_reader(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[int]:
+    """Make the reading thread take ``seconds`` per piece; returns the bytes it had
+    read each time a store's keys were checked."""
+    real_piece = readahead.ReadAhead._read_piece
+    readers: list[readahead.ReadAhead] = []
+
+    def piece(self: readahead.ReadAhead) -> None:
+        if not readers or readers[-1] is not self:
+            readers.append(self)
+        time.sleep(seconds)
+        real_piece(self)
+
+    monkeypatch.setattr(readahead.ReadAhead, "_read_piece", piece)
+    seen: list[int] = []
+    real_build = KeyIndex.build.__func__  # type: ignore[attr-defined]
+
+    def build(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
+        seen.append(readers[-1]._got if readers else -1)
+        return real_build(cls, *args, **kw)
+
+    monkeypatch.setattr(KeyIndex, "build", classmethod(build))
+    return seen
+
+
+def test_a_big_load_checks_every_store_once_while_the_rest_is_read(
         big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
     path, expected = big
-    threads = record_builds(monkeypatch)
+    seen = slow_reader(monkeypatch, 0.02)
     world = target()
     world.load(path)
     assert world_state(world) == expected
     check_invariants(world)
-    # each store once: by the helper during the read, or by the main thread after it
-    # (stores the helper had not reached); none again by the check after the read
-    assert len(threads) == 3
+    # each store once, none again by the check after the read; the first ones while
+    # the thread was still reading (Vel's keys equal Pos's: it copies that index)
+    assert len(seen) == 3
+    size = path.stat().st_size
+    assert 0 < seen[0] < size and seen == sorted(seen)
+    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
 
 
-def test_the_main_thread_takes_the_stores_a_slow_helper_has_not_reached(
+def test_a_slow_key_check_lets_the_reader_run_ahead(
         big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader hashes each piece as it arrives, whatever the checks are doing."""
     path, expected = big
-    threads: list[str] = []
     real = KeyIndex.build.__func__  # type: ignore[attr-defined]
 
     def build(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
-        me = threading.current_thread().name
-        threads.append(me)
-        if me == "ecs-engine-key-check":
-            time.sleep(0.3)  # the read is done long before: the main thread takes over
+        time.sleep(0.05)
         return real(cls, *args, **kw)
 
-    real_help = lookahead.KeyLookahead._help
-
-    def help_(self: lookahead.KeyLookahead) -> None:
-        with self._state:  # the helper has Link (it always does first in practice)
-            self._state.wait_for(lambda: 0 in self._claimed or self._over, 5.0)
-        real_help(self)
-
     monkeypatch.setattr(KeyIndex, "build", classmethod(build))
-    monkeypatch.setattr(lookahead.KeyLookahead, "_help", help_)
     world = target()
     world.load(path)
     assert world_state(world) == expected
+
+
+def test_a_read_failing_half_way_raises_it_and_changes_nothing(
+        big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = big
+    real_piece = readahead.ReadAhead._read_piece
+
+    def piece(self: readahead.ReadAhead) -> None:
+        if self._got >= readahead.PIECE:
+            raise OSError(5, "Input/output error")
+        real_piece(self)
+
+    monkeypatch.setattr(readahead.ReadAhead, "_read_piece", piece)
+    world = target()
+    before = world_state(world)
+    with pytest.raises(OSError, match="Input/output error"):
+        world.load(path)
+    assert world_state(world) == before
     check_invariants(world)
-    main = threading.current_thread().name
-    # stores in file order: Link (the helper's), then Pos and Vel (Vel's keys equal
-    # Pos's: it copies the index the main thread built for Pos)
-    assert threads == ["ecs-engine-key-check", main, main]
+    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
+    monkeypatch.undo()
+    world.load(path)  # and the next load is whole
+    assert world_state(world) == big[1]
 
 
-def test_a_helper_failing_while_the_main_thread_waits_on_it_only_costs_time(
+def test_a_small_load_is_read_in_one_go_and_checked_after(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = World(seed=5)  # Pos and Vel on the same entities: equal keys, one index
-    keys = source.spawn_batch(Pos(x=np.arange(float(BIG))), Vel(dx=1.0), count=BIG)
-    source.add_batch(keys[::3], Link(to=keys[0]))
-    path = tmp_path / "twins.sav"
-    source.save(path)
-    expected = world_state(source)
-    real = KeyIndex.build.__func__  # type: ignore[attr-defined]
-    waiting = threading.Event()
-
-    def build(cls: type[KeyIndex], keys: np.ndarray, *args: object, **kw: object
-              ) -> KeyIndex:
-        if threading.current_thread().name == "ecs-engine-key-check" and len(keys) == BIG:
-            waiting.wait(5.0)  # Pos, claimed by the helper: fail once main waits on it
-            time.sleep(0.05)
-            raise MemoryError("no room for the index")
-        return real(cls, keys, *args, **kw)
-
-    real_await = lookahead.KeyLookahead._await
-
-    def await_(self: lookahead.KeyLookahead, at: int) -> KeyIndex:
-        waiting.set()
-        return real_await(self, at)
-
-    real_help = lookahead.KeyLookahead._help
-
-    def help_(self: lookahead.KeyLookahead) -> None:
-        with self._state:  # let the helper claim Pos first (it always does in practice)
-            self._state.wait_for(lambda: 1 in self._claimed or self._over, 5.0)
-        real_help(self)
-
-    monkeypatch.setattr(KeyIndex, "build", classmethod(build))
-    monkeypatch.setattr(lookahead.KeyLookahead, "_await", await_)
-    monkeypatch.setattr(lookahead.KeyLookahead, "_help", help_)
-    world = target()
-    world.load(path)  # checked again on the main thread, after the read
-    assert waiting.is_set()  # the main thread did wait for the helper's Pos
-    assert world_state(world) == expected
-
-
-def test_a_small_load_checks_on_the_main_thread(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
     source = build(300)
     source.save(tmp_path / "small.sav")
-    threads = record_builds(monkeypatch)
+    during = record_builds(monkeypatch)
     world = target()
     world.load(tmp_path / "small.sav")
     assert world_state(world) == world_state(source)
-    assert threads and set(threads) == {threading.current_thread().name}
+    assert during == [False, False, False]
 
 
 def broken(path: Path, out: Path, store: str, how: str) -> None:
@@ -194,8 +188,9 @@ def test_bad_keys_in_a_big_file_raise_the_same_error_and_change_nothing(
 
 def test_indexes_of_other_bytes_are_ignored(big: tuple[Path, object],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The thread followed the file wrongly (here: every store gets Pos's keys): its
-    indexes do not fit the parsed columns, so the main thread checks them itself."""
+    """The checks during the read followed the file wrongly (here: every store gets the
+    first store's keys): their indexes do not fit the parsed columns, so the check after
+    the read makes its own."""
     path, expected = big
     real = lookahead.arriving_columns
 
@@ -208,14 +203,15 @@ def test_indexes_of_other_bytes_are_ignored(big: tuple[Path, object],
             yield kind, name, arr
 
     monkeypatch.setattr(lookahead, "arriving_columns", confused)
-    threads = record_builds(monkeypatch)
+    seen = slow_reader(monkeypatch, 0.01)
     world = target()
     world.load(path)
     assert world_state(world) == expected
-    assert threading.current_thread().name in threads  # some rechecked on the main thread
+    size = path.stat().st_size
+    assert len(seen) > 3 and seen[0] < size and seen[-1] == size  # redone after the read
 
 
-def test_a_failing_helper_thread_only_costs_time(big: tuple[Path, object],
+def test_checks_failing_during_the_read_only_cost_time(big: tuple[Path, object],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     path, expected = big
 
@@ -227,17 +223,6 @@ def test_a_failing_helper_thread_only_costs_time(big: tuple[Path, object],
     world = target()
     world.load(path)
     assert world_state(world) == expected
-
-
-def test_a_read_that_stops_short_releases_the_helper_thread() -> None:
-    watcher = lookahead.KeyLookahead(lambda high_water: high_water, lambda name: True,
-                                     lambda table: World()._slots.prepare(table),
-                                     np.empty)
-    buf = np.zeros(lookahead.MIN_BYTES, np.uint8)
-    watcher.started(buf, len(buf))
-    watcher.arrived(1000)  # then the read fails
-    watcher.finished()
-    assert watcher.results() == {}
 
 
 def test_a_truncated_big_file_is_reported_as_truncated(big: tuple[Path, object],
@@ -261,7 +246,7 @@ def test_only_stores_the_world_takes_are_indexed(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Each index is a slot-table-sized array: a file naming stores the load skips (empty
     ones of unknown types) or refuses (unknown types with rows) must not make the
-    helper build one for each (thousands of them asked for gigabytes)."""
+    checks during the read build one for each (thousands of them asked for gigabytes)."""
     source = build(BIG)
     source.spawn_batch(Extra(), count=1000)
     snap = source.snapshot()
@@ -270,20 +255,20 @@ def test_only_stores_the_world_takes_are_indexed(tmp_path: Path,
     dataclasses.replace(snap, stores=snap.stores + ghosts).save(tmp_path / "extra.sav")
     without = [s for s in snap.stores if s.name != "LookaheadExtra"]
     dataclasses.replace(snap, stores=tuple(without) + ghosts).save(tmp_path / "ghosts.sav")
-    threads = record_builds(monkeypatch)
+    during = record_builds(monkeypatch)
     world = target()
     before = world_state(world)
     with pytest.raises(SaveFileError, match="unknown component 'LookaheadExtra'"):
         world.load(tmp_path / "extra.sav")
     assert world_state(world) == before
-    assert len(threads) == 3  # Pos, Vel and Link: not Extra, not the empty ghosts
-    threads.clear()
+    assert len(during) == 3  # Pos, Vel and Link: not Extra, not the empty ghosts
+    during.clear()
     world.load(tmp_path / "ghosts.sav")
-    assert len(threads) == 3
+    assert len(during) == 3
     check_invariants(world)
 
 
-def test_a_load_that_fails_while_reading_stops_the_helper_first(
+def test_a_load_that_fails_its_checksum_leaves_no_reading_thread(
         big: tuple[Path, object], tmp_path: Path) -> None:
     path, _ = big
     bad = tmp_path / "flipped.sav"
@@ -293,10 +278,10 @@ def test_a_load_that_fails_while_reading_stops_the_helper_first(
     world = target()
     with pytest.raises(SaveFileError, match="damaged"):
         world.load(bad)
-    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-key-check"]
+    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
 
 
-@pytest.mark.parametrize("rows", [300, BIG])  # the main thread's check, and the helper's
+@pytest.mark.parametrize("rows", [300, BIG])  # checked after the read, and during it
 def test_a_key_past_every_slot_onto_a_free_last_slot_is_not_alive(
         rows: int, tmp_path: Path) -> None:
     """Keys are gathered from the live-key table with their slot clipped to the last
@@ -327,10 +312,10 @@ def test_with_every_slot_free_no_key_is_alive() -> None:
 
 
 @pytest.mark.parametrize("where", [0.3, 0.7, -9])  # -9: the last byte the checksum covers
-def test_the_helper_thread_hashes_every_byte_the_checksum_covers(
+def test_the_reading_thread_hashes_every_byte_the_checksum_covers(
         big: tuple[Path, object], tmp_path: Path, where: float) -> None:
-    """On a big file the key-check thread hashes the pieces as they arrive (the main
-    thread only reads): a flipped bit anywhere is still found."""
+    """On a big file the reading thread hashes the pieces as they arrive: a flipped bit
+    anywhere is still found."""
     path, _ = big
     data = bytearray(path.read_bytes())
     at = int(len(data) * where) if where > 0 else len(data) + int(where)
@@ -344,7 +329,7 @@ def test_the_helper_thread_hashes_every_byte_the_checksum_covers(
     assert world_state(world) == before
 
 
-def test_a_helper_failing_half_way_leaves_the_rest_of_the_hash_to_the_main_thread(
+def test_checks_failing_half_way_leave_the_rest_to_the_check_after_the_read(
         big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
     path, expected = big
     real = lookahead.arriving_columns
