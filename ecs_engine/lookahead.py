@@ -3,14 +3,14 @@
 A load must check every stored key against the slot table before the world changes (a
 hostile or corrupt file never half-loads), and at a million entities those checks cost
 about half as much as reading the file. A big file is read on a second thread
-(``ecs_engine.readahead``), so the load checks each store's keys as soon as their bytes
-are in, while the thread reads on: the checks hide behind the read, and they read keys
-that just arrived, from the cache.
+(``ecs_engine.readahead``) while the loading thread parses each part as soon as it is
+in (``savefile._parse_arriving``) and, through this watcher, lays out the slot table and
+checks each store's keys: the work hides behind the read, on keys that just arrived.
 
-Nothing here decides anything. What it built is used only where it was built from the
-very bytes the full parse later finds (``KeyIndex.fits``); the checksum and every other
-check still run after the read, and a file this could not follow (odd layout, short
-read, any error) is simply checked there instead.
+Nothing here decides anything. The parse runs before the checksum is known; what this
+built is used only once the checksum and the rest of the checks passed, and only where
+it was built from the very bytes the parse found (``KeyIndex.fits``). A file it could
+not follow (odd layout, short read, any error) is checked after the read instead.
 """
 
 from __future__ import annotations
@@ -19,18 +19,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.memcopy import address_of
-from ecs_engine.readahead import THREAD_FROM
-from ecs_engine.savefile import arriving_columns
 from ecs_engine.slotmap import PreparedSlots, SlotTable
 from ecs_engine.snapshot import Allocate, KeyIndex, LiveSlots
 
-MIN_BYTES = THREAD_FROM  # smaller files are read in one go: the check after it does it
-
 
 class KeyLookahead:
-    """A ``ReadWatcher`` for ``read_file_memory``: indexes keys as their bytes arrive.
+    """A ``ReadWatcher`` for ``read_file_memory``: indexes keys as the read parses them.
 
     ``capacity_for(high_water)``: the slot capacity the world will have (the length of
     each sparse index); ``wanted(name)``: whether the world takes the saved component
@@ -50,16 +45,34 @@ class KeyLookahead:
         self._alloc = alloc
         self._wanted = wanted
         self._prepare = prepare
+        self._live: LiveSlots | None = None
+        self._capacity = 0
         self._prepared: PreparedSlots | None = None
+        self._built: list[KeyIndex] = []  # a store whose keys equal an earlier one's copies it
         self._indexes: dict[str, KeyIndex] = {}
 
-    def read(self, buf: np.ndarray, size: int, wait: Callable[[int], int]) -> None:
-        if size < MIN_BYTES:
+    def slot_table(self, table: SlotTable) -> None:
+        try:
+            self._live = LiveSlots.of(table.generations, table.alive, table.free, self._alloc)
+            self._capacity = self._capacity_for(len(table.generations))
+        except Exception:  # (the check after the read reports what is wrong)
+            self._live = None
             return
         try:
-            self._follow(buf, size, wait)
-        except Exception:  # (the full check after the read reports what is wrong)
-            self._prepared, self._indexes = None, {}
+            self._prepared = self._prepare(table)
+        except Exception:
+            self._prepared = None
+
+    def keys(self, name: str, keys: np.ndarray) -> None:
+        if self._live is None or not len(keys) or not self._wanted(name):
+            return  # (nothing to index, or a store the load will not take)
+        try:
+            twin = next((b for b in self._built if b.keys_equal(keys)), None)
+            index = KeyIndex.build(keys, self._live, self._capacity, twin, self._alloc)
+        except Exception:  # (memory: the check after the read tries again)
+            return
+        self._built.append(index)
+        self._indexes[name] = index
 
     def prepared_slots(self, table: SlotTable) -> PreparedSlots | None:
         """``prepare``'s result for ``table`` (the parsed slot table) when it was made
@@ -79,31 +92,5 @@ class KeyLookahead:
 
     def stop(self) -> None:
         """Let go of what was built and read (a load that failed, or is done)."""
-        self._prepared, self._indexes = None, {}
-
-    def _follow(self, buf: np.ndarray, size: int, wait: Callable[[int], int]) -> None:
-        generations = alive = None
-        live: LiveSlots | None = None
-        capacity = 0
-        built: list[KeyIndex] = []  # a store whose keys equal an earlier one's copies it
-        for kind, name, column in arriving_columns(buf, size, wait):
-            if kind == "generations":
-                generations = column.astype(np.uint32, copy=False)
-            elif kind == "alive":
-                alive = column.view(np.bool_)
-            elif kind == "free" and generations is not None and alive is not None:
-                free = column.astype(np.int64, copy=False)
-                live = LiveSlots.of(generations, alive, free, self._alloc)
-                capacity = self._capacity_for(len(generations))
-                try:
-                    self._prepared = self._prepare(SlotTable(generations, alive, free))
-                except Exception:  # (a table that fails its checks: reported after)
-                    self._prepared = None
-            elif kind == "keys" and live is not None:
-                if not len(column) or not self._wanted(name):
-                    continue  # (nothing to index, or a store the load will not take)
-                keys = column.astype(KEY_DTYPE, copy=False)
-                twin = next((b for b in built if b.keys_equal(keys)), None)
-                index = KeyIndex.build(keys, live, capacity, twin, self._alloc)
-                built.append(index)
-                self._indexes[name] = index
+        self._live = self._prepared = None
+        self._built, self._indexes = [], {}

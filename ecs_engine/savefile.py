@@ -372,6 +372,21 @@ def _read_object(buf: np.ndarray, pos: int, end: int, what: str) -> tuple[Any, i
         return obj, pos + unpacker.tell()
 
 
+def _read_arriving_object(buf: np.ndarray, pos: int, end: int, what: str,
+                          wait: Callable[[int], int]) -> tuple[Any, int]:
+    """``_read_object`` of a file still being read: waits for 64 kB, then for twice as
+    much each time the object runs past what is in."""
+    span = 1 << 16
+    while True:
+        avail = min(end, wait(min(end, pos + span)))
+        try:
+            return _read_object(buf, pos, avail, what)
+        except SaveFileError:
+            if avail >= end or avail < min(end, pos + span):
+                raise
+        span *= 2
+
+
 def _read_bin(buf: np.ndarray, pos: int, end: int, col: _Column) -> tuple[np.ndarray, int]:
     """The column at ``pos`` (after 0-7 padding nils) as a read-only view (no copy) and
     the next offset."""
@@ -567,11 +582,19 @@ def _rows(comp: _Component, cols: list[np.ndarray]) -> np.ndarray:
     return rows
 
 
-def _body(buf: np.ndarray, pos: int, end: int, version: int) -> Snapshot:
-    """Parse metadata and columns from ``buf[pos:end]`` (checksum already verified)."""
+def _body(buf: np.ndarray, pos: int, end: int, version: int,
+          wait: Callable[[int], int] | None = None,
+          watcher: ReadWatcher | None = None) -> Snapshot:
+    """Parse metadata and columns from ``buf[pos:end]`` (checksum already verified, or
+    to be verified before the result is used). ``wait``: for a file still being read,
+    ``ReadAhead.wait`` (each part is parsed as soon as its bytes are in); ``watcher``
+    hears of the slot table's and the stores' key columns as they are parsed."""
     from ecs_engine.snapshot import Snapshot, StoreSnapshot
 
-    meta, pos = _read_object(buf, pos, end, "metadata")
+    if wait is None:
+        meta, pos = _read_object(buf, pos, end, "metadata")
+    else:
+        meta, pos = _read_arriving_object(buf, pos, end, "metadata", wait)
     meta, hw, nfree, comps = _parse_layout(meta)
     tick = _int_in(meta["tick"], -(1 << 63), (1 << 63) - 1, "tick")
     groups = _parse_groups(meta["groups"])
@@ -581,17 +604,34 @@ def _body(buf: np.ndarray, pos: int, end: int, version: int) -> Snapshot:
     except ValueError as exc:
         raise SaveFileError(str(exc)) from None
     rng_state = _parse_rng(meta["rng"])
-    arrays = []
-    for col in _columns(hw, nfree, comps, version):
+    columns = _columns(hw, nfree, comps, version)
+    keys_at, at = {}, 3  # the stores' key columns, by position
+    for c in comps:
+        keys_at[at] = c.name
+        at += 1 + (len(c.fields) if version == 1 else 1)
+    arrays: list[np.ndarray] = []
+    slots = None
+    for col in columns:
+        if wait is not None:
+            need = min(end, pos + ALIGN + 5 + col.nbytes)  # padding, bin header, bytes
+            if wait(need) < need:
+                raise SaveFileError(f"truncated: the file ends before the {col.label} "
+                                    f"column")
         arr, pos = _read_bin(buf, pos, end, col)
         arrays.append(arr)
+        if len(arrays) == 3:
+            gens, alive, free = arrays
+            slots = SlotTable(gens.astype(np.uint32, copy=False),
+                              _bools(alive, "slot alive flags").view(np.bool_),
+                              free.astype(np.int64, copy=False))
+            if watcher is not None:
+                watcher.slot_table(slots)
+        elif watcher is not None and len(arrays) - 1 in keys_at:
+            watcher.keys(keys_at[len(arrays) - 1], arr.astype(KEY_DTYPE, copy=False))
     if pos != end:
         raise SaveFileError(f"{end - pos} bytes of unexpected data after the last column "
                             f"(byte {pos})")
-    gens, alive, free = arrays[:3]
-    slots = SlotTable(gens.astype(np.uint32, copy=False),
-                      _bools(alive, "slot alive flags").view(np.bool_),
-                      free.astype(np.int64, copy=False))
+    assert slots is not None  # (the first three columns)
     stores = []
     at = 3
     for c in comps:
@@ -656,7 +696,10 @@ def _header_of(buf: np.ndarray) -> tuple[int, int, int]:
     return _int_in(header["size"], 0, 1 << 63, "header size"), pos, version
 
 
-def _decode(buf: np.ndarray, digest: int | None = None) -> Snapshot:
+def _decode(buf: np.ndarray, digest: int | None = None,
+            parsed: Snapshot | None = None) -> Snapshot:
+    """``parsed``: what ``_parse_arriving`` made of these very bytes while they were
+    read, returned once the checks below pass (else the body is parsed here)."""
     size, pos, version = _header_of(buf)
     if size != len(buf):
         if _checksum_ok(buf, digest):
@@ -672,7 +715,24 @@ def _decode(buf: np.ndarray, digest: int | None = None) -> Snapshot:
     if not _checksum_ok(buf, digest):
         raise SaveFileError("checksum mismatch: the file is damaged (a bit flipped or bytes "
                             "were overwritten)")
+    if parsed is not None:
+        return parsed
     return _body(buf, pos, size - CHECKSUM_SIZE, version)
+
+
+def _parse_arriving(buf: np.ndarray, size: int, wait: Callable[[int], int],
+                    watcher: ReadWatcher | None) -> Snapshot | None:
+    """Parse a file of ``size`` bytes while it is read into ``buf`` (each part once its
+    bytes are in; ``watcher`` hears of the slot table and key columns), or None where
+    it does not parse: ``_decode`` then checks the whole file first and names what is
+    wrong. Not to be used before ``_decode`` has checked size and checksum."""
+    try:
+        declared, pos, version = _header_of(buf[: wait(min(size, 256))])
+        if declared != size or size - CHECKSUM_SIZE < pos:
+            return None
+        return _body(buf, pos, size - CHECKSUM_SIZE, version, wait, watcher)
+    except SaveFileError:
+        return None
 
 
 def decode_snapshot(data: bytes | bytearray | memoryview) -> Snapshot:
@@ -689,35 +749,6 @@ def decode_snapshot(data: bytes | bytearray | memoryview) -> Snapshot:
     return _decode(buf if view.readonly else buf.copy())
 
 
-def arriving_columns(buf: np.ndarray, size: int, wait: Callable[[int], int]
-                     ) -> Iterator[tuple[str, str, np.ndarray]]:
-    """The slot table and key columns of a save being read into ``buf``, each as soon as
-    its bytes are in: ``("generations", "", a)``, ``("alive", "", a)``, ``("free", "", a)``,
-    then per component ``("keys", name, a)``. ``wait(n)`` returns how many bytes are in
-    once the first ``n`` are (fewer: they never will be, and this stops). Raises
-    ``SaveFileError`` on anything odd; the full parse after the read names the problem
-    properly."""
-    avail = wait(min(size, 256))
-    declared, pos, version = _header_of(buf[:avail])
-    end = size - CHECKSUM_SIZE
-    if declared != size or end < pos:
-        return
-    avail = wait(min(end, pos + (1 << 16)))
-    meta, pos = _read_object(buf, pos, min(end, avail), "metadata")
-    _, hw, nfree, comps = _parse_layout(meta)
-    columns = iter(_columns(hw, nfree, comps, version))
-    wanted = [("generations", ""), ("alive", ""), ("free", "")]
-    for c in comps:
-        wanted += [("keys", c.name)] + [("", "")] * (len(c.fields) if version == 1 else 1)
-    for (kind, name), col in zip(wanted, columns, strict=True):
-        need = min(end, pos + ALIGN + 5 + (col.nbytes if kind else 0))  # pad, header, data
-        if wait(need) < need:
-            return
-        arr, pos = _read_bin(buf, pos, end, col)
-        if kind:
-            yield kind, name, arr
-
-
 def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> Snapshot:
     """Read and parse a save file (``OSError`` if it cannot be read, ``SaveFileError``
     naming the file if it is bad).
@@ -732,13 +763,13 @@ def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> S
 
 
 class ReadWatcher(Protocol):
-    """Works on a file's bytes while the rest is read (``ecs_engine.lookahead`` checks
-    the keys): ``read(buf, size, wait)`` runs once, on the caller's thread, as the read
-    starts; ``wait(n)`` returns how many bytes are in (and hashed) once the first ``n``
-    are (fewer: they never will be). It must not raise: the full parse after the read
-    reports what is wrong with the file."""
+    """Hears of a save's slot table and each store's keys as the read parses them (before
+    the checksum is known: it may prepare work, never decide; ``ecs_engine.lookahead``
+    checks the keys). Its methods must not raise: the checks after the read report what
+    is wrong with a file."""
 
-    def read(self, buf: np.ndarray, size: int, wait: Callable[[int], int]) -> None: ...
+    def slot_table(self, table: SlotTable) -> None: ...
+    def keys(self, name: str, keys: np.ndarray) -> None: ...
 
 
 def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = None,
@@ -751,10 +782,10 @@ def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = Non
         covered = max(0, size - CHECKSUM_SIZE)  # the checksum covers all but its own bytes
         hasher = xxhash.xxh3_64()
         with ReadAhead(f, buf, size, hasher.update, covered) as reader:
-            if watcher is not None:
-                watcher.read(buf, size, reader.wait)
+            parsed = _parse_arriving(buf, size, reader.wait, watcher)
             got = reader.wait(size)
     try:
-        return _decode(buf[:got], hasher.intdigest() if got == size else None), root_of(buf)
+        digest = hasher.intdigest() if got == size else None
+        return _decode(buf[:got], digest, parsed), root_of(buf)
     except SaveFileError as exc:
         raise SaveFileError(f"{os.fspath(path)}: {exc}") from None

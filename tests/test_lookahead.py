@@ -9,18 +9,17 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ecs_engine import SaveFileError, Snapshot, World, component, lookahead, readahead
+from ecs_engine import SaveFileError, Snapshot, World, component, lookahead, readahead, savefile
 from ecs_engine.snapshot import KeyIndex, LiveSlots, StoreSnapshot
 from tests.test_load_memory import Link, Pos, Vel
 from tests.world_state import check_invariants, world_state
 
-BIG = 200_000  # rows: a file past lookahead.MIN_BYTES
+BIG = 200_000  # rows: a file past readahead.THREAD_FROM (read on a second thread)
 
 
 def build(n: int) -> World:
@@ -44,7 +43,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     path = tmp_path_factory.mktemp("big") / "big.sav"
     world = build(BIG)
     world.save(path)
-    assert path.stat().st_size >= lookahead.MIN_BYTES
+    assert path.stat().st_size >= readahead.THREAD_FROM
     return path, world_state(world)
 
 
@@ -140,7 +139,7 @@ def test_a_read_failing_half_way_raises_it_and_changes_nothing(
     assert world_state(world) == big[1]
 
 
-def test_a_small_load_is_read_in_one_go_and_checked_after(
+def test_a_small_load_is_read_on_the_loading_thread_and_checked_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = build(300)
     source.save(tmp_path / "small.sav")
@@ -192,17 +191,14 @@ def test_indexes_of_other_bytes_are_ignored(big: tuple[Path, object],
     first store's keys): their indexes do not fit the parsed columns, so the check after
     the read makes its own."""
     path, expected = big
-    real = lookahead.arriving_columns
+    real = lookahead.KeyLookahead.keys
+    first: list[np.ndarray] = []
 
-    def confused(buf: np.ndarray, size: int, wait: object) -> Iterator[tuple[str, str, np.ndarray]]:
-        first = None
-        for kind, name, arr in real(buf, size, wait):  # type: ignore[arg-type]
-            if kind == "keys":
-                first = arr if first is None else first
-                arr = first
-            yield kind, name, arr
+    def confused(self: lookahead.KeyLookahead, name: str, keys: np.ndarray) -> None:
+        first.extend([] if first else [keys])
+        real(self, name, first[0])
 
-    monkeypatch.setattr(lookahead, "arriving_columns", confused)
+    monkeypatch.setattr(lookahead.KeyLookahead, "keys", confused)
     seen = slow_reader(monkeypatch, 0.01)
     world = target()
     world.load(path)
@@ -213,16 +209,24 @@ def test_indexes_of_other_bytes_are_ignored(big: tuple[Path, object],
 
 def test_checks_failing_during_the_read_only_cost_time(big: tuple[Path, object],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of memory for an index while the file is read: the check after the read
+    builds them all (and reports a real lack of memory itself)."""
     path, expected = big
+    real = LiveSlots.of.__func__  # type: ignore[attr-defined]
+    calls: list[int] = []
 
-    def failing(buf: np.ndarray, size: int, wait: object) -> Iterator[tuple[str, str, np.ndarray]]:
-        raise MemoryError("no room for the index")
-        yield  # pragma: no cover
+    def failing(cls: type[LiveSlots], *args: object, **kw: object) -> LiveSlots:
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("no room for the live-key table")
+        return real(cls, *args, **kw)
 
-    monkeypatch.setattr(lookahead, "arriving_columns", failing)
+    monkeypatch.setattr(LiveSlots, "of", classmethod(failing))
+    during = record_builds(monkeypatch)
     world = target()
     world.load(path)
     assert world_state(world) == expected
+    assert during == [False] * 3 and len(calls) == 2  # every store checked after the read
 
 
 def test_a_truncated_big_file_is_reported_as_truncated(big: tuple[Path, object],
@@ -332,16 +336,37 @@ def test_the_reading_thread_hashes_every_byte_the_checksum_covers(
 def test_checks_failing_half_way_leave_the_rest_to_the_check_after_the_read(
         big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
     path, expected = big
-    real = lookahead.arriving_columns
+    real = KeyIndex.build.__func__  # type: ignore[attr-defined]
+    built: list[int] = []
 
-    def failing_late(buf: np.ndarray, size: int,
-                     wait: object) -> Iterator[tuple[str, str, np.ndarray]]:
-        for kind, name, arr in real(buf, size, wait):  # type: ignore[arg-type]
-            yield kind, name, arr
-            if kind == "keys":
-                raise MemoryError("no room for the next index")
+    def failing_late(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
+        built.append(1)
+        if len(built) == 2:  # the read's second store
+            raise MemoryError("no room for the next index")
+        return real(cls, *args, **kw)
 
-    monkeypatch.setattr(lookahead, "arriving_columns", failing_late)
+    monkeypatch.setattr(KeyIndex, "build", classmethod(failing_late))
     world = target()
     world.load(path)
     assert world_state(world) == expected
+    assert len(built) == 4  # three during the read, the failed one again after it
+
+
+@pytest.mark.parametrize("rows", [300, BIG])
+def test_a_load_parses_the_file_once_while_it_is_read(
+        rows: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = build(rows)
+    source.save(tmp_path / "w.sav")
+    real = savefile._body
+    calls: list[bool] = []
+
+    def body(*args: object, **kw: object) -> object:
+        calls.append(len(args) > 4 or "wait" in kw)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(savefile, "_body", body)
+    world = target()
+    world.load(tmp_path / "w.sav")
+    assert world_state(world) == world_state(source)
+    assert calls == [True]  # as the bytes arrived; not again after the checksum
+

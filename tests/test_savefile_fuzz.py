@@ -21,6 +21,8 @@ import math
 import os
 import random
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -28,7 +30,7 @@ import numpy as np
 import pytest
 import xxhash
 
-from ecs_engine import NULL, Entity, SaveFileError, World, component, field, savefile
+from ecs_engine import NULL, Entity, SaveFileError, World, component, field, readahead, savefile
 from tests.world_state import check_invariants, world_state
 
 ROUNDS = int(os.environ.get("SAVE_FUZZ_ROUNDS", "1500"))
@@ -293,3 +295,56 @@ def test_structural_mutations_of_checksummed_saves_are_rejected_or_load_sound() 
     assert outcomes["rejected"] > ROUNDS // 3
     assert outcomes["loaded mutated"] > ROUNDS // 50  # harmless changes (values) load
     assert all(outcomes[f"loaded v{v}"] > ROUNDS // 50 for v in savefile.READ_VERSIONS)
+
+
+def outcome(load: Callable[[World], None]) -> tuple[str, Any]:
+    """What loading into a fresh world gives: its state, or the error (without the file
+    name a file's error starts with), with the world checked unchanged."""
+    world = fresh_world()
+    before = world_state(world)
+    try:
+        load(world)
+    except SaveFileError as exc:
+        assert world_state(world) == before
+        return "rejected", str(exc).split(".sav: ", 1)[-1]
+    check_invariants(world)
+    return "loaded", world_state(world)
+
+
+@pytest.mark.filterwarnings("ignore::ecs_engine.SchemaChangeWarning")
+def test_a_file_loads_as_its_bytes_do_however_it_arrives(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``world.load(path)`` parses a file and checks its keys while the bytes arrive, in
+    pieces, from a second thread; ``decode_snapshot`` parses bytes all there. Mutated
+    and cut files load the same either way, or fail with the same message, whatever the
+    piece size and wherever the pieces end."""
+    rng = random.Random(SEED + 1)
+    bases = [bytes(savefile.encode_snapshot(make_world(seed).snapshot(), version=version))
+             for seed in range(2) for version in savefile.READ_VERSIONS]
+    path = tmp_path / "fuzz.sav"
+    seen: Counter[str] = Counter()
+    for round_no in range(max(50, ROUNDS // 5)):
+        base = bases[round_no % len(bases)]
+        header, meta, bins = decode_items(base)
+        done = [mutate_meta(meta, rng) if rng.random() < 0.5 else mutate_bin(bins, rng)
+                for _ in range(rng.choice([0, 1, 2]))]
+        try:
+            data = encode_items(header, meta, bins)
+        except (TypeError, ValueError, OverflowError):
+            continue
+        if rng.random() < 0.2:  # cut short, or with bytes after the end
+            data = (data[: rng.randrange(len(data))] if rng.random() < 0.7
+                    else data + bytes(rng.randrange(1, 9)))
+        path.write_bytes(data)
+        monkeypatch.setattr(readahead, "PIECE", rng.choice([1, 7, 64, 4096, 1 << 21]))
+        monkeypatch.setattr(readahead, "THREAD_FROM", rng.choice([0, 1 << 40]))
+        def from_disk(world: World) -> None:
+            world.load(path)
+
+        def from_memory(world: World, data: bytes = data) -> None:
+            world.restore(savefile.decode_snapshot(data), source="file")
+
+        from_file, from_bytes = outcome(from_disk), outcome(from_memory)
+        assert from_file == from_bytes, (round_no, done)
+        seen[from_file[0]] += 1
+    assert seen["rejected"] > 10 and seen["loaded"] > 10, seen
