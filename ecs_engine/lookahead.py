@@ -2,9 +2,9 @@
 
 A load must check every stored key against the slot table before the world changes (a
 hostile or corrupt file never half-loads), and at a million entities those checks cost
-about half as much as reading the file. A big file is read on a second thread
-(``ecs_engine.readahead``) while the loading thread parses each part as soon as it is
-in (``savefile._parse_arriving``) and, through this watcher, lays out the slot table and
+about half as much as reading the file. A big file is read on one thread while the
+other (``ecs_engine.readahead``) parses each part as soon as it is in
+(``savefile._parse_arriving``) and, through this watcher, lays out the slot table and
 checks each store's keys: the work hides behind the read, on keys that just arrived.
 
 Nothing here decides anything. The parse runs before the checksum is known; what this

@@ -66,21 +66,29 @@ class BufferPool:
 
     def take(self, nbytes: int) -> np.ndarray:
         """``nbytes`` of writable memory (contents undefined)."""
-        if nbytes >= self.MIN_BYTES:
-            with self._lock:
-                if self.taken is not None:
-                    self.taken.append(nbytes)
-                for i in range(len(self._buffers)):
-                    # 2 references: the list's and getrefcount's argument; any view,
-                    # snapshot or exported buffer of it adds one
-                    if (nbytes <= self._buffers[i].size <= 2 * nbytes
-                            and sys.getrefcount(self._buffers[i]) == 2):
-                        buf = self._buffers.pop(i)
-                        self._buffers.append(buf)  # most recent last
-                        return buf[:nbytes]
-        buf = np.empty(nbytes, np.uint8)
-        self.offer(buf)
+        buf = self.reuse(nbytes)
+        if buf is None:
+            buf = np.empty(nbytes, np.uint8)
+            self.offer(buf)
         return buf
+
+    def reuse(self, nbytes: int) -> np.ndarray | None:
+        """``take`` from memory used before (no page faults), or None: there is none to
+        reuse (the caller allocates, and may ``offer`` what it allocated)."""
+        if nbytes < self.MIN_BYTES:
+            return None
+        with self._lock:
+            if self.taken is not None:
+                self.taken.append(nbytes)
+            for i in range(len(self._buffers)):
+                # 2 references: the list's and getrefcount's argument; any view,
+                # snapshot or exported buffer of it adds one
+                if (nbytes <= self._buffers[i].size <= 2 * nbytes
+                        and sys.getrefcount(self._buffers[i]) == 2):
+                    buf = self._buffers.pop(i)
+                    self._buffers.append(buf)  # most recent last
+                    return buf[:nbytes]
+        return None
 
     def array(self, length: int, dtype: np.typing.DTypeLike) -> np.ndarray:
         """A 1-d array of ``length`` items of ``dtype`` in memory from ``take``."""

@@ -30,7 +30,7 @@ import xxhash
 from ecs_engine.atomicfile import write_atomic
 from ecs_engine.entity import KEY_DTYPE
 from ecs_engine.memcopy import as_bytes, root_of
-from ecs_engine.readahead import ReadAhead
+from ecs_engine.readahead import read_following
 from ecs_engine.savevalues import (
     BIT_GENERATORS,
     check_value,
@@ -753,9 +753,9 @@ def read_file(path: str | os.PathLike[str], pool: BufferPool | None = None) -> S
     """Read and parse a save file (``OSError`` if it cannot be read, ``SaveFileError``
     naming the file if it is bad).
 
-    A big file is read on a second thread while this one hashes each piece right after
-    it arrived (``ReadAhead``), into memory from ``pool`` when given (a world's pool:
-    memory a dropped snapshot or an earlier load used, which costs no page faults). The
+    A big file is read and hashed on one thread while the other parses it
+    (``read_following``), into memory from ``pool`` when given (a world's pool: memory a
+    dropped snapshot or an earlier load used, which costs no page faults). The
     snapshot's columns are views into that memory, so the pool reuses it only after the
     snapshot is gone.
     """
@@ -778,12 +778,17 @@ def read_file_memory(path: str | os.PathLike[str], pool: BufferPool | None = Non
     take over instead of copying). ``watcher`` works on the bytes as they arrive."""
     with open(path, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
-        buf = pool.take(size) if pool is not None else np.empty(size, np.uint8)
+        buf = pool.reuse(size) if pool is not None else None
+        fresh = buf is None
+        if buf is None:
+            buf = np.empty(size, np.uint8)
+            if pool is not None:
+                pool.offer(buf)
         covered = max(0, size - CHECKSUM_SIZE)  # the checksum covers all but its own bytes
         hasher = xxhash.xxh3_64()
-        with ReadAhead(f, buf, size, hasher.update, covered) as reader:
-            parsed = _parse_arriving(buf, size, reader.wait, watcher)
-            got = reader.wait(size)
+        got, parsed = read_following(
+            f, buf, size, lambda wait: _parse_arriving(buf, size, wait, watcher),
+            hasher.update, covered, fresh=fresh)
     try:
         digest = hasher.intdigest() if got == size else None
         return _decode(buf[:got], digest, parsed), root_of(buf)

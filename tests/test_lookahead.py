@@ -63,16 +63,16 @@ def record_builds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 def slow_reader(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[int]:
     """Make the reading thread take ``seconds`` per piece; returns the bytes it had
     read each time a store's keys were checked."""
-    real_piece = readahead.ReadAhead._read_piece
-    readers: list[readahead.ReadAhead] = []
+    real_piece = readahead._Reader._read_piece
+    readers: list[readahead._Reader] = []
 
-    def piece(self: readahead.ReadAhead) -> None:
+    def piece(self: readahead._Reader) -> None:
         if not readers or readers[-1] is not self:
             readers.append(self)
         time.sleep(seconds)
         real_piece(self)
 
-    monkeypatch.setattr(readahead.ReadAhead, "_read_piece", piece)
+    monkeypatch.setattr(readahead._Reader, "_read_piece", piece)
     seen: list[int] = []
     real_build = KeyIndex.build.__func__  # type: ignore[attr-defined]
 
@@ -119,14 +119,14 @@ def test_a_slow_key_check_lets_the_reader_run_ahead(
 def test_a_read_failing_half_way_raises_it_and_changes_nothing(
         big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
     path, _ = big
-    real_piece = readahead.ReadAhead._read_piece
+    real_piece = readahead._Reader._read_piece
 
-    def piece(self: readahead.ReadAhead) -> None:
+    def piece(self: readahead._Reader) -> None:
         if self._got >= readahead.PIECE:
             raise OSError(5, "Input/output error")
         real_piece(self)
 
-    monkeypatch.setattr(readahead.ReadAhead, "_read_piece", piece)
+    monkeypatch.setattr(readahead._Reader, "_read_piece", piece)
     world = target()
     before = world_state(world)
     with pytest.raises(OSError, match="Input/output error"):
@@ -370,3 +370,31 @@ def test_a_load_parses_the_file_once_while_it_is_read(
     assert world_state(world) == world_state(source)
     assert calls == [True]  # as the bytes arrived; not again after the checksum
 
+
+
+def test_who_checks_the_keys_depends_on_whose_memory_the_file_goes_to(
+        big: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first load reads into fresh memory on the loading thread (the helper parses and
+    checks); once the world's pool holds memory a load can reuse, a helper reads into it
+    and the loading thread parses and checks. The world is the same either way."""
+    path, expected = big
+    threads: list[str] = []
+    real = KeyIndex.build.__func__  # type: ignore[attr-defined]
+
+    def build(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
+        threads.append(threading.current_thread().name)
+        return real(cls, *args, **kw)
+
+    monkeypatch.setattr(KeyIndex, "build", classmethod(build))
+    world = target()
+    by_load = []
+    for _ in range(4):
+        threads.clear()
+        world.spawn_batch(Pos(x=5.0), count=7)  # (moves away from the saved state)
+        world.load(path)
+        assert world_state(world) == expected
+        check_invariants(world)
+        by_load.append(set(threads))
+    main = threading.current_thread().name
+    assert by_load[0] == {"ecs-engine-file-read"}  # fresh memory
+    assert by_load[2] == by_load[3] == {main}  # the memory of the load before the last

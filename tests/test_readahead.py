@@ -1,11 +1,11 @@
-"""``ReadAhead``: a file read into memory on a second thread, hashed piece by piece."""
+"""``read_following``: a file read into memory, hashed piece by piece, while another
+thread (or the same one, for small files) works on the bytes as they arrive."""
 
 from __future__ import annotations
 
 import io
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,45 +14,52 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_engine import readahead
-from ecs_engine.readahead import PIECE, ReadAhead
+from ecs_engine.readahead import PIECE, Wait, read_following
 
 
 def reader_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(size=st.sampled_from([0, 1, 255, PIECE - 1, PIECE, PIECE + 1, 3 * PIECE + 7]),
-       cut=st.integers(0, 16), threaded=st.booleans(),
+       cut=st.integers(0, 16), threaded=st.booleans(), fresh=st.booleans(),
        waits=st.lists(st.integers(0, 4 * PIECE), max_size=6))
 def test_it_reads_the_bytes_and_hashes_them_in_order(size: int, cut: int, threaded: bool,
-                                                      waits: list[int]) -> None:
+                                                      fresh: bool, waits: list[int]) -> None:
     data = np.random.default_rng(size).integers(0, 256, size, np.uint8).tobytes()
     buf = np.full(size + 8, 0xAB, np.uint8)
     hasher = xxhash.xxh3_64()
     digest_to = max(0, size - cut)
-    with ReadAhead(io.BytesIO(data), buf, size, hasher.update, digest_to,
-                   threaded=threaded) as reader:
-        for n in waits:  # any order: each answer covers what was asked for
-            assert reader.wait(n) >= min(n, size)
-        got = reader.wait(size)
+
+    def follow(wait: Wait) -> list[bytes]:
+        seen = []
+        for n in waits:  # any order: each answer covers what was asked for, in bytes
+            got = wait(n)
+            assert got >= min(n, size)
+            seen.append(buf[: min(n, size)].tobytes())
+        return seen
+
+    got, seen = read_following(io.BytesIO(data), buf, size, follow, hasher.update,
+                               digest_to, fresh=fresh, threaded=threaded)
     assert got == size
+    assert seen == [data[: min(n, size)] for n in waits]
     assert buf[:size].tobytes() == data
     assert (buf[size:] == 0xAB).all()  # nothing past the end
     assert hasher.intdigest() == xxhash.xxh3_64_intdigest(data[:digest_to])
     assert not reader_threads()
 
 
-@pytest.mark.parametrize("threaded", [False, True])
-def test_a_file_shorter_than_its_size_gives_what_is_there(threaded: bool) -> None:
+@pytest.mark.parametrize(("threaded", "fresh"), [(False, False), (True, False), (True, True)])
+def test_a_file_shorter_than_its_size_gives_what_is_there(threaded: bool, fresh: bool) -> None:
     data = bytes(range(256)) * (3 * PIECE // 256 + 1)
     short = data[: PIECE + 100]
     buf = np.zeros(len(data), np.uint8)
     hasher = xxhash.xxh3_64()
-    with ReadAhead(io.BytesIO(short), buf, len(data), hasher.update, len(data),
-                   threaded=threaded) as reader:
-        assert reader.wait(len(data)) == len(short)
-        assert reader.wait(10) == len(short)
+    got, answers = read_following(io.BytesIO(short), buf, len(data),
+                                  lambda wait: (wait(len(data)), wait(10)), hasher.update,
+                                  len(data), fresh=fresh, threaded=threaded)
+    assert got == len(short) and answers == (len(short), len(short))
     assert buf[: len(short)].tobytes() == short
     assert hasher.intdigest() == xxhash.xxh3_64_intdigest(short)
 
@@ -70,21 +77,17 @@ class Failing(io.BytesIO):
         return super().readinto(b)
 
 
-def test_a_read_error_on_the_thread_is_raised_on_the_callers() -> None:
+@pytest.mark.parametrize(("threaded", "fresh"), [(False, False), (True, False), (True, True)])
+def test_a_read_error_is_raised_on_the_callers_thread(threaded: bool, fresh: bool) -> None:
     data = bytes(4 * PIECE)
     buf = np.zeros(len(data), np.uint8)
+    answers: list[int] = []
     with pytest.raises(OSError, match="Input/output error"):
-        with ReadAhead(Failing(data, 2 * PIECE), buf, len(data), threaded=True) as reader:
-            assert reader.wait(len(data)) == 2 * PIECE  # what came before the error
+        read_following(Failing(data, 2 * PIECE), buf, len(data),
+                       lambda wait: answers.append(wait(len(data))), fresh=fresh,
+                       threaded=threaded)
+    assert answers in ([], [2 * PIECE])  # the follower saw what came before the error
     assert not reader_threads()
-
-
-def test_a_read_error_in_one_go_is_raised_where_it_happens() -> None:
-    data = bytes(2 * PIECE)
-    buf = np.zeros(len(data), np.uint8)
-    with ReadAhead(Failing(data, PIECE), buf, len(data), threaded=False) as reader:
-        with pytest.raises(OSError, match="Input/output error"):
-            reader.wait(len(data))
 
 
 class Slow(io.BytesIO):
@@ -93,27 +96,58 @@ class Slow(io.BytesIO):
         return super().readinto(b)
 
 
-def test_leaving_early_stops_the_thread_before_it_writes_on() -> None:
-    """A caller that gives up (an error of its own) gets its memory back: the thread
-    is joined, and nothing is written after."""
-    data = bytes([7]) * (40 * PIECE // 8)
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_follower_that_raises_stops_the_read_and_raises(fresh: bool) -> None:
+    """The caller gets its memory back: the reading thread is joined and writes nothing
+    after (a reading caller reads on to the end: the file is the follower's only
+    worry)."""
+    data = bytes([7]) * (12 * PIECE)
     buf = np.zeros(len(data), np.uint8)
+
+    def follow(wait: Wait) -> None:
+        wait(1)
+        raise KeyError("the follower's own error")
+
     with pytest.raises(KeyError):
-        with ReadAhead(Slow(data), buf, len(data), threaded=True) as reader:
-            reader.wait(1)
-            raise KeyError("the caller's own error")
+        read_following(Slow(data), buf, len(data), follow, fresh=fresh, threaded=True)
     assert not reader_threads()
     written = int(np.count_nonzero(buf))
-    assert written < len(data)
     time.sleep(0.05)
     assert int(np.count_nonzero(buf)) == written
+    assert written == len(data) if fresh else written < len(data)
 
 
-def test_big_files_are_read_on_a_thread_and_small_ones_not(tmp_path: Path) -> None:
-    seen: list[bool] = []
-    for size in (readahead.THREAD_FROM - 1, readahead.THREAD_FROM):
-        buf = np.zeros(size, np.uint8)
-        with ReadAhead(Slow(bytes(size)), buf, size) as reader:
-            seen.append(bool(reader_threads()))
-            reader.wait(size)
-    assert seen == [False, True]
+@pytest.mark.parametrize("fresh", [False, True])
+def test_who_reads_and_who_follows(fresh: bool) -> None:
+    """Memory used before: a second thread reads; fresh memory: the caller reads (the
+    thread that freed the memory it faults in) and a second thread follows."""
+    size = readahead.THREAD_FROM
+    buf = np.zeros(size, np.uint8)
+    readers: set[str] = set()
+    real = readahead._Reader._read_piece
+
+    def piece(self: readahead._Reader) -> None:
+        readers.add(threading.current_thread().name)
+        real(self)
+
+    caller = threading.current_thread().name
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(readahead._Reader, "_read_piece", piece)
+        _, follower = read_following(io.BytesIO(bytes(size)), buf, size,
+                                     lambda wait: (wait(size), threading.current_thread().name)[1],
+                                     fresh=fresh)
+    if fresh:
+        assert readers == {caller} and follower == "ecs-engine-file-read"
+    else:
+        assert readers == {"ecs-engine-file-read"} and follower == caller
+
+
+def test_small_files_are_read_on_the_callers_thread_alone() -> None:
+    size = readahead.THREAD_FROM - 1
+    buf = np.zeros(size, np.uint8)
+
+    def follow(wait: Wait) -> list[threading.Thread]:
+        wait(size)
+        return reader_threads()
+
+    assert read_following(io.BytesIO(bytes(size)), buf, size, follow) == (size, [])
