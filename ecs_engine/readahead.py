@@ -15,8 +15,8 @@ the host): the caller, which freed the earlier loads' memory, reads it, and the 
 thread parses and checks.
 
 The reader only fills ``buf`` from the front, piece by piece, and never writes below what
-it has reported. Small files are read in one go on the caller's thread, pieces and work
-interleaved (a thread's start costs more than it hides).
+it has reported. Small files take one thread: the follower's waits read the next pieces
+(a thread's start costs more than it hides).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ THREAD_FROM = 4 << 20  # smaller files are read on the caller's thread alone
 Result = TypeVar("Result")
 Wait = Callable[[int], int]
 """``wait(n)``: how many bytes are in (and digested) once the first ``n`` are (fewer:
-the file ended early, or reading it failed)."""
+the file ended early, reading it failed, or the load was interrupted; the caller of
+``read_following`` then gets the error)."""
 
 
 class ReadsInto(Protocol):
@@ -53,8 +54,8 @@ def read_following(f: ReadsInto, buf: np.ndarray, size: int,
     ``fresh``: ``buf`` was never written (the caller reads, a second thread follows).
     ``threaded``: two threads (default: for ``THREAD_FROM`` bytes and more).
 
-    Raises what reading or ``follow`` raised, on the caller's thread, once the other
-    thread is done (``buf`` is then the caller's alone again)."""
+    Raises what reading or ``follow`` raised (or an interrupt), on the caller's thread,
+    once the other thread is done (``buf`` is then the caller's alone again)."""
     reader = _Reader(f, buf, size, digest, digest_to)
     if not (threaded if threaded is not None else size >= THREAD_FROM):
         result = follow(reader.wait_reading)
@@ -74,7 +75,7 @@ def read_following(f: ReadsInto, buf: np.ndarray, size: int,
         try:
             reader.read_all()  # (a read that fails ends the follower's waits)
         finally:
-            helper.join()
+            _join(helper, reader)
         if failed:
             raise failed[0]
         return reader.finish(), followed[0]
@@ -83,15 +84,29 @@ def read_following(f: ReadsInto, buf: np.ndarray, size: int,
         result = follow(reader.wait)
         reader.wait(size)
     finally:
-        reader.stop()  # (a follower that raised: the reader stops after its piece)
-        helper.join()
+        reader.cancel()  # (a follower that raised: the reader stops after its piece)
+        _join(helper, reader)
     return reader.finish(), result
 
 
 def _start(target: Callable[[], None]) -> threading.Thread:
-    thread = threading.Thread(target=target, name="ecs-engine-file-read", daemon=True)
+    thread = threading.Thread(target=target, name="ecs-engine-load", daemon=True)
     thread.start()
     return thread
+
+
+def _join(thread: threading.Thread, reader: _Reader) -> None:
+    """Wait for ``thread`` also through interrupts (a Ctrl-C here must not leave it
+    working on memory the caller takes back): they cancel the read and are raised after."""
+    interrupted: BaseException | None = None
+    while thread.is_alive():
+        try:
+            thread.join()
+        except BaseException as exc:
+            interrupted = interrupted or exc
+            reader.cancel()
+    if interrupted is not None:
+        raise interrupted
 
 
 class _Reader:
@@ -112,10 +127,14 @@ class _Reader:
         self._state = threading.Condition()
 
     def wait_reading(self, n: int) -> int:
-        """``wait`` for one thread: reads on until ``n`` bytes are in."""
+        """``wait`` for one thread: reads on until ``n`` bytes are in (a read error ends
+        the read; ``finish`` raises it)."""
         n = min(n, self._size)
-        while self._got < n and not self._over:
-            self._read_piece()
+        try:
+            while self._got < n and not self._over:
+                self._read_piece()
+        except Exception as exc:
+            self._error, self._over = exc, True
         return self._got
 
     def wait(self, n: int) -> int:
@@ -146,9 +165,11 @@ class _Reader:
                 self._over = True
                 self._state.notify_all()
 
-    def stop(self) -> None:
+    def cancel(self) -> None:
+        """No more reads after the one under way; waits return what is in."""
         with self._state:
-            self._stopped = True
+            self._stopped = self._over = True
+            self._state.notify_all()
 
     def finish(self) -> int:
         """The bytes read; raises what the reading thread raised."""
@@ -165,3 +186,5 @@ class _Reader:
         if self._digest is not None and got < self._digest_to:
             self._digest(self._view[got : min(got + n, self._digest_to)])
         self._got = got + n
+        if self._got >= self._size:
+            self._over = True

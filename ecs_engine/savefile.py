@@ -8,10 +8,11 @@ buffers as they are; only byte swaps on big-endian machines go through a small s
 buffer), hashing as it goes (``to_bytes`` fills one preallocated buffer, hashing each piece
 while it is still in cache). ``world.save`` writes from the live columns and takes its
 snapshot while the file is fsynced (:func:`save_world`).
-Loading checks magic, version, size and checksum before parsing anything else, parses the
-metadata with a bounded ``msgpack.Unpacker`` and reads every column as a zero-copy view
-into the file's buffer. Nothing on load executes code, and no declared length can make it
-allocate more than the file holds.
+Loading parses each part of a file as soon as its bytes are in, but uses nothing of it
+before magic, version, size and checksum have passed (a file that parse could not follow
+is parsed again then); it parses the metadata with a bounded ``msgpack.Unpacker`` and
+reads every column as a zero-copy view into the file's buffer. Nothing on load executes
+code, and no declared length can make it allocate more than the file holds.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ HEADER_START = b"\x84" + MAGIC  # a fixmap of 4 entries, then MAGIC
 CHECKSUM_SIZE = 9  # msgpack uint64: 0xcf + 8 bytes big-endian
 CHUNK = 1 << 20  # bytes hashed at a time while writing
 ALIGN = 8  # column data starts at file offsets that are multiples of this
-MAX_ROW_BYTES = 1 << 30  # one field of one row
+MAX_ROW_BYTES = 1 << 30  # one row, all its fields
 MAX_ROWS = 1 << 32
 _META_KEYS = {"tick", "slots", "components", "groups", "resources", "rng"}
 _HEADER_KEYS = {"format", "version", "engine", "size"}
@@ -496,6 +497,12 @@ def _parse_components(meta: dict[str, Any]) -> list[_Component]:
             if math.prod(shape) * dtype.itemsize > MAX_ROW_BYTES:
                 raise SaveFileError(f"{fwhere}: shape {list(shape)} makes rows too large")
             fields.append((fname, dtype.newbyteorder("<"), shape))
+        # numpy keeps a row's size in 32 bits: many big fields wrapped it round to a
+        # small or negative size, and a field's bytes then lay outside its row
+        row_bytes = sum(math.prod(shape) * dt.itemsize for _, dt, shape in fields)
+        if row_bytes > MAX_ROW_BYTES:
+            raise SaveFileError(f"{where}: its fields make rows of {row_bytes} bytes, more "
+                                f"than {MAX_ROW_BYTES}")
         out.append(_Component(name, count, group_size, fields))
     return out
 
@@ -587,7 +594,7 @@ def _body(buf: np.ndarray, pos: int, end: int, version: int,
           watcher: ReadWatcher | None = None) -> Snapshot:
     """Parse metadata and columns from ``buf[pos:end]`` (checksum already verified, or
     to be verified before the result is used). ``wait``: for a file still being read,
-    ``ReadAhead.wait`` (each part is parsed as soon as its bytes are in); ``watcher``
+    ``read_following``'s (each part is parsed as soon as its bytes are in); ``watcher``
     hears of the slot table's and the stores' key columns as they are parsed."""
     from ecs_engine.snapshot import Snapshot, StoreSnapshot
 
@@ -725,13 +732,14 @@ def _parse_arriving(buf: np.ndarray, size: int, wait: Callable[[int], int],
     """Parse a file of ``size`` bytes while it is read into ``buf`` (each part once its
     bytes are in; ``watcher`` hears of the slot table and key columns), or None where
     it does not parse: ``_decode`` then checks the whole file first and names what is
-    wrong. Not to be used before ``_decode`` has checked size and checksum."""
+    wrong. Not to be used before ``_decode`` has checked size and checksum: until then
+    the bytes may be anything, so any error here only means "parse it after"."""
     try:
         declared, pos, version = _header_of(buf[: wait(min(size, 256))])
         if declared != size or size - CHECKSUM_SIZE < pos:
             return None
         return _body(buf, pos, size - CHECKSUM_SIZE, version, wait, watcher)
-    except SaveFileError:
+    except Exception:
         return None
 
 

@@ -53,7 +53,7 @@ def record_builds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     real = KeyIndex.build.__func__  # type: ignore[attr-defined]
 
     def build(cls: type[KeyIndex], *args: object, **kw: object) -> KeyIndex:
-        during.append(any(t.name == "ecs-engine-file-read" for t in threading.enumerate()))
+        during.append(any(t.name == "ecs-engine-load" for t in threading.enumerate()))
         return real(cls, *args, **kw)
 
     monkeypatch.setattr(KeyIndex, "build", classmethod(build))
@@ -97,7 +97,7 @@ def test_a_big_load_checks_every_store_once_while_the_rest_is_read(
     assert len(seen) == 3
     size = path.stat().st_size
     assert 0 < seen[0] < size and seen == sorted(seen)
-    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
+    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-load"]
 
 
 def test_a_slow_key_check_lets_the_reader_run_ahead(
@@ -133,7 +133,7 @@ def test_a_read_failing_half_way_raises_it_and_changes_nothing(
         world.load(path)
     assert world_state(world) == before
     check_invariants(world)
-    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
+    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-load"]
     monkeypatch.undo()
     world.load(path)  # and the next load is whole
     assert world_state(world) == big[1]
@@ -282,7 +282,7 @@ def test_a_load_that_fails_its_checksum_leaves_no_reading_thread(
     world = target()
     with pytest.raises(SaveFileError, match="damaged"):
         world.load(bad)
-    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
+    assert not [t for t in threading.enumerate() if t.name == "ecs-engine-load"]
 
 
 @pytest.mark.parametrize("rows", [300, BIG])  # checked after the read, and during it
@@ -396,5 +396,5 @@ def test_who_checks_the_keys_depends_on_whose_memory_the_file_goes_to(
         check_invariants(world)
         by_load.append(set(threads))
     main = threading.current_thread().name
-    assert by_load[0] == {"ecs-engine-file-read"}  # fresh memory
+    assert by_load[0] == {"ecs-engine-load"}  # fresh memory
     assert by_load[2] == by_load[3] == {main}  # the memory of the load before the last

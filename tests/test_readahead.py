@@ -18,7 +18,7 @@ from ecs_engine.readahead import PIECE, Wait, read_following
 
 
 def reader_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "ecs-engine-file-read"]
+    return [t for t in threading.enumerate() if t.name == "ecs-engine-load"]
 
 
 @settings(max_examples=60, deadline=None)
@@ -137,9 +137,9 @@ def test_who_reads_and_who_follows(fresh: bool) -> None:
                                      lambda wait: (wait(size), threading.current_thread().name)[1],
                                      fresh=fresh)
     if fresh:
-        assert readers == {caller} and follower == "ecs-engine-file-read"
+        assert readers == {caller} and follower == "ecs-engine-load"
     else:
-        assert readers == {"ecs-engine-file-read"} and follower == caller
+        assert readers == {"ecs-engine-load"} and follower == caller
 
 
 def test_small_files_are_read_on_the_callers_thread_alone() -> None:
@@ -151,3 +151,55 @@ def test_small_files_are_read_on_the_callers_thread_alone() -> None:
         return reader_threads()
 
     assert read_following(io.BytesIO(bytes(size)), buf, size, follow) == (size, [])
+
+
+def interrupt_first_join(monkeypatch: pytest.MonkeyPatch) -> list[BaseException]:
+    """The first join of the load's thread raises KeyboardInterrupt (a Ctrl-C there)."""
+    real_join = threading.Thread.join
+    interrupts: list[BaseException] = [KeyboardInterrupt()]
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        if interrupts and self.name == "ecs-engine-load":
+            raise interrupts.pop()
+        real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", join)
+    return interrupts
+
+
+def test_an_interrupt_while_waiting_for_the_follower_waits_for_it_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by an outside review: a Ctrl-C while the caller joined the other thread
+    left it parsing (and taking the world's index memory) after the load had returned.
+    Now the interrupt cancels the read, the thread is waited for, then it is raised."""
+    interrupts = interrupt_first_join(monkeypatch)
+    data = bytes([7]) * (3 * PIECE)
+    buf = np.zeros(len(data), np.uint8)
+    done: list[bool] = []
+
+    def follow(wait: Wait) -> None:
+        wait(len(data))
+        time.sleep(0.1)  # still at work when the caller has read everything
+        done.append(True)
+
+    with pytest.raises(KeyboardInterrupt):
+        read_following(io.BytesIO(data), buf, len(data), follow, fresh=True, threaded=True)
+    assert not interrupts and done == [True] and not reader_threads()
+
+
+def test_an_interrupt_while_waiting_for_the_reader_stops_it_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    interrupts = interrupt_first_join(monkeypatch)
+    data = bytes([7]) * (12 * PIECE)
+    buf = np.zeros(len(data), np.uint8)
+
+    def follow(wait: Wait) -> None:
+        wait(1)
+        raise KeyError("the follower's own error")
+
+    with pytest.raises(KeyboardInterrupt):
+        read_following(Slow(data), buf, len(data), follow, fresh=False, threaded=True)
+    assert not interrupts and not reader_threads()
+    written = int(np.count_nonzero(buf))
+    time.sleep(0.05)
+    assert int(np.count_nonzero(buf)) == written < len(data)  # nobody writes after

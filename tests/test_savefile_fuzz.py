@@ -335,6 +335,9 @@ def test_a_file_loads_as_its_bytes_do_however_it_arrives(
         if rng.random() < 0.2:  # cut short, or with bytes after the end
             data = (data[: rng.randrange(len(data))] if rng.random() < 0.7
                     else data + bytes(rng.randrange(1, 9)))
+        elif rng.random() < 0.25:  # damaged after the checksum was made: parsed unchecked
+            at = rng.randrange(len(data))
+            data = data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :]
         path.write_bytes(data)
         monkeypatch.setattr(readahead, "PIECE", rng.choice([1, 7, 64, 4096, 1 << 21]))
         monkeypatch.setattr(readahead, "THREAD_FROM", rng.choice([0, 1 << 40]))
@@ -348,3 +351,42 @@ def test_a_file_loads_as_its_bytes_do_however_it_arrives(
         assert from_file == from_bytes, (round_no, done)
         seen[from_file[0]] += 1
     assert seen["rejected"] > 10 and seen["loaded"] > 10, seen
+
+
+def wrapped_rows(fields: list[dict[str, Any]], count: int, bins_added: list[bytes]) -> bytes:
+    """A save with one more component whose fields add up to more than numpy's 32-bit row
+    size (it wrapped to a small or negative row, with fields outside it)."""
+    header, meta, bins = decode_items(bytes(savefile.encode_snapshot(make_world(0).snapshot())))
+    meta["components"].append({"name": "Zz", "count": count, "group_size": 0,
+                               "fields": fields})
+    return encode_items(header, meta, bins + bins_added)
+
+
+def big_field(name: str) -> dict[str, Any]:
+    return {"name": name, "dtype": "|u1", "shape": [1 << 30]}
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+@pytest.mark.parametrize("case", ["negative", "small"])
+def test_rows_past_numpys_row_size_are_refused_and_a_damaged_file_stays_damaged(
+        case: str, damaged: bool, tmp_path: Path) -> None:
+    """Found by an outside review: such a file raised ValueError or crashed (SIGSEGV) in
+    the parse that runs while the file is read, before its checksum is checked."""
+    if case == "negative":  # 2 x 2**30: the row size wrapped to -2**31
+        data = wrapped_rows([big_field("a"), big_field("b")], 0, [b"", b""])
+    else:  # 4 x 2**30 + 1: the row wrapped to 1 byte, a bool field 2**30 bytes past it
+        keys = decode_items(data := bytes(savefile.encode_snapshot(
+            make_world(0).snapshot())))[2][3]  # a one-key entities column
+        data = wrapped_rows([big_field("a"), {"name": "z", "dtype": "|b1", "shape": []},
+                             big_field("b"), big_field("c"), big_field("d")], 1,
+                            [keys, bytes(1)])
+    if damaged:
+        data = data[:-1] + bytes([data[-1] ^ 1])
+    path = tmp_path / "wrapped.sav"
+    path.write_bytes(data)
+    match = ("checksum mismatch" if damaged
+             else "'Zz': its fields make rows of (4294967297|2147483648) bytes, more than")
+    for load in (lambda: savefile.decode_snapshot(data), lambda: savefile.read_file(path),
+                 lambda: fresh_world().load(path)):
+        with pytest.raises(SaveFileError, match=match):
+            load()
