@@ -96,25 +96,32 @@ class Slow(io.BytesIO):
         return super().readinto(b)
 
 
+def failing_follower(wait: Wait) -> None:
+    wait(1)
+    raise KeyError("the follower's own error")
+
+
+def read_with_failing_follower(fresh: bool, raises: type[BaseException]) -> int:
+    """Bytes in once the failed read returned, checked to stay so (nobody writes after)."""
+    data = bytes([7]) * (12 * PIECE)
+    buf = np.zeros(len(data), np.uint8)
+    with pytest.raises(raises):
+        read_following(Slow(data), buf, len(data), failing_follower, fresh=fresh,
+                       threaded=True)
+    assert not reader_threads()
+    written = int(np.count_nonzero(buf))
+    time.sleep(0.05)
+    assert int(np.count_nonzero(buf)) == written
+    return written
+
+
 @pytest.mark.parametrize("fresh", [False, True])
 def test_a_follower_that_raises_stops_the_read_and_raises(fresh: bool) -> None:
     """The caller gets its memory back: the reading thread is joined and writes nothing
     after (a reading caller reads on to the end: the file is the follower's only
     worry)."""
-    data = bytes([7]) * (12 * PIECE)
-    buf = np.zeros(len(data), np.uint8)
-
-    def follow(wait: Wait) -> None:
-        wait(1)
-        raise KeyError("the follower's own error")
-
-    with pytest.raises(KeyError):
-        read_following(Slow(data), buf, len(data), follow, fresh=fresh, threaded=True)
-    assert not reader_threads()
-    written = int(np.count_nonzero(buf))
-    time.sleep(0.05)
-    assert int(np.count_nonzero(buf)) == written
-    assert written == len(data) if fresh else written < len(data)
+    written = read_with_failing_follower(fresh, KeyError)
+    assert written == 12 * PIECE if fresh else written < 12 * PIECE
 
 
 @pytest.mark.parametrize("fresh", [False, True])
@@ -190,16 +197,5 @@ def test_an_interrupt_while_waiting_for_the_follower_waits_for_it_first(
 def test_an_interrupt_while_waiting_for_the_reader_stops_it_first(
         monkeypatch: pytest.MonkeyPatch) -> None:
     interrupts = interrupt_first_join(monkeypatch)
-    data = bytes([7]) * (12 * PIECE)
-    buf = np.zeros(len(data), np.uint8)
-
-    def follow(wait: Wait) -> None:
-        wait(1)
-        raise KeyError("the follower's own error")
-
-    with pytest.raises(KeyboardInterrupt):
-        read_following(Slow(data), buf, len(data), follow, fresh=False, threaded=True)
-    assert not interrupts and not reader_threads()
-    written = int(np.count_nonzero(buf))
-    time.sleep(0.05)
-    assert int(np.count_nonzero(buf)) == written < len(data)  # nobody writes after
+    assert read_with_failing_follower(False, KeyboardInterrupt) < 12 * PIECE
+    assert not interrupts
