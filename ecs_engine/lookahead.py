@@ -48,7 +48,6 @@ class KeyLookahead:
         self._live: LiveSlots | None = None
         self._capacity = 0
         self._prepared: PreparedSlots | None = None
-        self._built: list[KeyIndex] = []  # a store whose keys equal an earlier one's copies it
         self._indexes: dict[str, KeyIndex] = {}
 
     def slot_table(self, table: SlotTable) -> None:
@@ -67,11 +66,11 @@ class KeyLookahead:
         if self._live is None or not len(keys) or not self._wanted(name):
             return  # (nothing to index, or a store the load will not take)
         try:
-            twin = next((b for b in self._built if b.keys_equal(keys)), None)
+            # (a store whose keys equal an earlier one's copies its index)
+            twin = next((b for b in self._indexes.values() if b.keys_equal(keys)), None)
             index = KeyIndex.build(keys, self._live, self._capacity, twin, self._alloc)
         except Exception:  # (memory: the check after the read tries again)
             return
-        self._built.append(index)
         self._indexes[name] = index
 
     def prepared_slots(self, table: SlotTable) -> PreparedSlots | None:
@@ -93,4 +92,4 @@ class KeyLookahead:
     def stop(self) -> None:
         """Let go of what was built and read (a load that failed, or is done)."""
         self._live = self._prepared = None
-        self._built, self._indexes = [], {}
+        self._indexes = {}

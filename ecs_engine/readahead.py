@@ -121,8 +121,7 @@ class _Reader:
         self._digest_to = digest_to
         self._got = 0  # written by the reading thread alone
         self._wanted = 0  # a waiter waits for this many: the reader wakes it then
-        self._over = size == 0  # no more bytes will come
-        self._stopped = False
+        self._over = size == 0  # no more bytes will come (also: cancelled)
         self._error: BaseException | None = None
         self._state = threading.Condition()
 
@@ -147,7 +146,7 @@ class _Reader:
             return self._got
 
     def run(self) -> None:
-        """The reading thread's loop (ends early once ``stop`` is called)."""
+        """The reading thread's loop (ends early once ``cancel`` is called)."""
         try:
             self.read_all()
         except BaseException as exc:  # (raised on the caller's thread by finish)
@@ -155,7 +154,7 @@ class _Reader:
 
     def read_all(self) -> None:
         try:
-            while not self._over and not self._stopped:
+            while not self._over:
                 self._read_piece()  # (readinto and the hash release the GIL)
                 with self._state:
                     if self._got >= self._wanted or self._over:
@@ -168,7 +167,7 @@ class _Reader:
     def cancel(self) -> None:
         """No more reads after the one under way; waits return what is in."""
         with self._state:
-            self._stopped = self._over = True
+            self._over = True
             self._state.notify_all()
 
     def finish(self) -> int:

@@ -78,6 +78,7 @@ class _Column:
     dtype: np.dtype
     rows: int
     shape: tuple[int, ...] = ()
+    keys_of: str = ""  # the component whose entity keys the bin holds (if it does)
 
     @property
     def nbytes(self) -> int:
@@ -338,11 +339,13 @@ def save_world(world: World, path: str | os.PathLike[str]) -> Snapshot:
 # -- reading ---------------------------------------------------------------------------
 
 
-def _read_object(buf: np.ndarray, pos: int, end: int, what: str) -> tuple[Any, int]:
+def _read_object(buf: np.ndarray, pos: int, end: int, what: str,
+                 wait: Callable[[int], int] | None = None) -> tuple[Any, int]:
     """Unpack one msgpack object from ``buf[pos:end]``; returns it and the next offset.
 
     Feeds the unpacker a growing window so a small object never copies the whole file;
     every declared length is capped by the bytes left, so nothing can over-allocate.
+    ``wait``: for a file still being read (each window once its bytes are in).
     """
     avail = end - pos
     if avail <= 0:
@@ -356,6 +359,9 @@ def _read_object(buf: np.ndarray, pos: int, end: int, what: str) -> tuple[Any, i
     fed, window = 0, 4096
     while True:
         stop = min(avail, fed + window)
+        if wait is not None and wait(pos + stop) < pos + stop:
+            raise SaveFileError(f"truncated: the file ends inside the {what} (from byte "
+                                f"{pos})")
         unpacker.feed(buf[pos + fed : pos + stop])
         fed, window = stop, window * 2
         try:
@@ -371,21 +377,6 @@ def _read_object(buf: np.ndarray, pos: int, end: int, what: str) -> tuple[Any, i
             raise SaveFileError(f"the {what} (at byte {pos}) is not valid msgpack: "
                                 f"{exc}") from None
         return obj, pos + unpacker.tell()
-
-
-def _read_arriving_object(buf: np.ndarray, pos: int, end: int, what: str,
-                          wait: Callable[[int], int]) -> tuple[Any, int]:
-    """``_read_object`` of a file still being read: waits for 64 kB, then for twice as
-    much each time the object runs past what is in."""
-    span = 1 << 16
-    while True:
-        avail = min(end, wait(min(end, pos + span)))
-        try:
-            return _read_object(buf, pos, avail, what)
-        except SaveFileError:
-            if avail >= end or avail < min(end, pos + span):
-                raise
-        span *= 2
 
 
 def _read_bin(buf: np.ndarray, pos: int, end: int, col: _Column) -> tuple[np.ndarray, int]:
@@ -552,7 +543,8 @@ def _columns(hw: int, nfree: int, comps: list[_Component], version: int) -> list
             _Column("slot alive flags", _SLOT_DTYPES[1], hw),
             _Column("slot free list", _SLOT_DTYPES[2], nfree)]
     for c in comps:
-        cols.append(_Column(f"component {c.name!r} entities", KEY_DTYPE, c.count))
+        cols.append(_Column(f"component {c.name!r} entities", KEY_DTYPE, c.count, (),
+                            c.name))
         if version == 1:
             cols += [_Column(f"component {c.name!r} field {f!r}", dt, c.count, shape)
                      for f, dt, shape in c.fields]
@@ -598,10 +590,7 @@ def _body(buf: np.ndarray, pos: int, end: int, version: int,
     hears of the slot table's and the stores' key columns as they are parsed."""
     from ecs_engine.snapshot import Snapshot, StoreSnapshot
 
-    if wait is None:
-        meta, pos = _read_object(buf, pos, end, "metadata")
-    else:
-        meta, pos = _read_arriving_object(buf, pos, end, "metadata", wait)
+    meta, pos = _read_object(buf, pos, end, "metadata", wait)
     meta, hw, nfree, comps = _parse_layout(meta)
     tick = _int_in(meta["tick"], -(1 << 63), (1 << 63) - 1, "tick")
     groups = _parse_groups(meta["groups"])
@@ -611,14 +600,9 @@ def _body(buf: np.ndarray, pos: int, end: int, version: int,
     except ValueError as exc:
         raise SaveFileError(str(exc)) from None
     rng_state = _parse_rng(meta["rng"])
-    columns = _columns(hw, nfree, comps, version)
-    keys_at, at = {}, 3  # the stores' key columns, by position
-    for c in comps:
-        keys_at[at] = c.name
-        at += 1 + (len(c.fields) if version == 1 else 1)
     arrays: list[np.ndarray] = []
     slots = None
-    for col in columns:
+    for col in _columns(hw, nfree, comps, version):
         if wait is not None:
             need = min(end, pos + ALIGN + 5 + col.nbytes)  # padding, bin header, bytes
             if wait(need) < need:
@@ -633,8 +617,8 @@ def _body(buf: np.ndarray, pos: int, end: int, version: int,
                               free.astype(np.int64, copy=False))
             if watcher is not None:
                 watcher.slot_table(slots)
-        elif watcher is not None and len(arrays) - 1 in keys_at:
-            watcher.keys(keys_at[len(arrays) - 1], arr.astype(KEY_DTYPE, copy=False))
+        elif watcher is not None and col.keys_of:
+            watcher.keys(col.keys_of, arr.astype(KEY_DTYPE, copy=False))
     if pos != end:
         raise SaveFileError(f"{end - pos} bytes of unexpected data after the last column "
                             f"(byte {pos})")
